@@ -1,0 +1,62 @@
+# strandlab: see README.md. `make help` lists the targets.
+SHELL := bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+GO        ?= go
+OUTPUT    ?= _output
+BIN       := $(OUTPUT)/bin
+ACTIONLINT_VERSION := v1.7.12
+
+# make e2e variables (the contract in DESIGN.md).
+SCENARIO  ?= scenarios/smoke.yaml
+BUILDS    ?=
+PROVIDER  ?=
+CYCLES    ?=
+SEED      ?=
+KEEP      ?=
+
+RUN_FLAGS := --scenario $(SCENARIO) \
+	$(if $(BUILDS),--builds $(BUILDS)) \
+	$(if $(PROVIDER),--provider $(PROVIDER)) \
+	$(if $(CYCLES),--cycles $(CYCLES)) \
+	$(if $(SEED),--seed $(SEED)) \
+	$(if $(filter 1 true yes,$(KEEP)),--keep) \
+	--output $(OUTPUT)
+
+.PHONY: help
+help: ## list the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-10s %s\n", $$1, $$2}'
+
+.PHONY: binaries
+binaries: ## build the pinned upstream binaries (cached by pin) and strandlab's own
+	@tools/upstream/build.sh $(BIN) >/dev/null
+	@$(GO) build -o $(BIN)/strandlab ./tools/strandlab
+
+.PHONY: e2e
+e2e: binaries ## run SCENARIO on a local cluster and write the report (vars: SCENARIO BUILDS PROVIDER CYCLES SEED KEEP)
+	@$(BIN)/strandlab run $(RUN_FLAGS)
+
+.PHONY: soak
+soak: ## run the long scenario (scenarios/soak.yaml)
+	@$(MAKE) --no-print-directory e2e SCENARIO=scenarios/soak.yaml
+
+.PHONY: test
+test: lint binaries ## run all tests: lint, unit tests, e2e-framework suites against the local provider
+	$(GO) test -count=1 -timeout 30m ./...
+
+.PHONY: unit
+unit: ## unit tests only (no cluster)
+	$(GO) test -short -count=1 ./...
+
+.PHONY: lint
+lint: ## gofmt, go vet, actionlint on the CI workflows, scenario validation
+	@unformatted=$$(find . -name '*.go' -not -path './_output/*' -not -path './.git/*' | xargs gofmt -l); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
+	$(GO) vet ./...
+	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) .github/workflows/*.yml
+	$(GO) run ./tools/strandlab validate scenarios/*.yaml
+
+.PHONY: clean
+clean: ## remove build outputs and reports (keeps the Go caches)
+	rm -rf $(OUTPUT)

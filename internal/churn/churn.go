@@ -1,0 +1,185 @@
+// Package churn is the cycle runner: it deletes StatefulSet pods and waits for
+// their replacements, one cycle at a time, recording what happened in each
+// cycle. With the same seed it performs the same sequence of deletions.
+package churn
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/strandlab/strandlab/internal/workload"
+)
+
+// Outcome is how a cycle ended.
+type Outcome string
+
+const (
+	// Running: the replacement pod reached Running and Ready.
+	Running Outcome = "running"
+	// TimedOut: the replacement was not Running within the cycle timeout.
+	TimedOut Outcome = "timed_out"
+)
+
+// Target is a pod the runner may delete.
+type Target struct {
+	StatefulSet string
+	Ordinal     int
+}
+
+// Config is one run's churn.
+type Config struct {
+	Namespace    string
+	Targets      []Target // candidates; each cycle picks one with the seeded RNG
+	Cycles       int
+	Seed         int64
+	CycleTimeout time.Duration
+	// Progress receives a line every ProgressEvery; nil disables it.
+	Progress      io.Writer
+	ProgressEvery time.Duration
+	// OnProgress, if set, is called with the cycles so far at every progress
+	// tick (the runner writes its partial report there).
+	OnProgress func(Result)
+}
+
+// Cycle is what happened in one delete/recreate cycle.
+type Cycle struct {
+	Index   int     `json:"index"`
+	Pod     string  `json:"pod"`
+	Outcome Outcome `json:"outcome"`
+	OldNode string  `json:"old_node"`
+	NewNode string  `json:"new_node,omitempty"`
+	// DeleteToRunning: from the delete request to the replacement Running.
+	DeleteToRunning time.Duration `json:"delete_to_running_ns,omitempty"`
+	// CreateToRunning: from the replacement first seen by the harness to it
+	// Running (creationTimestamp has only second precision).
+	CreateToRunning time.Duration `json:"create_to_running_ns,omitempty"`
+	Error           string        `json:"error,omitempty"`
+}
+
+// Result is a finished (or interrupted) run.
+type Result struct {
+	Cycles      []Cycle
+	Elapsed     time.Duration
+	Interrupted bool
+}
+
+// Run executes the cycles. It returns the cycles done so far when ctx ends
+// (Interrupted set) and an error only when the harness itself failed.
+func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, cfg Config) (Result, error) {
+	if len(cfg.Targets) == 0 {
+		return Result{}, errors.New("churn: no target pods")
+	}
+	// PCG with the scenario seed: same seed, same sequence of targets.
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5354524e))
+	var res Result
+	start := time.Now()
+	lastProgress := start
+	for i := 0; i < cfg.Cycles; i++ {
+		t := cfg.Targets[rng.IntN(len(cfg.Targets))]
+		c, err := runCycle(ctx, client, pods, cfg, i, workload.PodName(t.StatefulSet, t.Ordinal))
+		if ctx.Err() != nil {
+			res.Interrupted = true
+			break
+		}
+		if err != nil {
+			res.Elapsed = time.Since(start)
+			return res, err
+		}
+		res.Cycles = append(res.Cycles, c)
+		if cfg.Progress != nil && (time.Since(lastProgress) >= cfg.ProgressEvery || i == cfg.Cycles-1) {
+			lastProgress = time.Now()
+			printProgress(cfg.Progress, res.Cycles, cfg.Cycles, time.Since(start))
+			if cfg.OnProgress != nil {
+				cfg.OnProgress(Result{Cycles: res.Cycles, Elapsed: time.Since(start)})
+			}
+		}
+	}
+	res.Elapsed = time.Since(start)
+	return res, nil
+}
+
+func runCycle(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, cfg Config, index int, name string) (Cycle, error) {
+	c := Cycle{Index: index, Pod: name}
+	log := klog.FromContext(ctx).WithValues("cycle", index, "pod", name)
+
+	// The previous cycle may have ended on another pod; this one starts from
+	// a Running pod so that every cycle measures the same thing.
+	wctx, cancel := context.WithTimeout(ctx, cfg.CycleTimeout)
+	defer cancel()
+	if err := pods.WaitFor(wctx, func(p *Pods) bool { return workload.IsRunning(p.Get(name)) }); err != nil {
+		if ctx.Err() != nil {
+			return c, ctx.Err()
+		}
+		c.Outcome, c.Error = TimedOut, fmt.Sprintf("pod %s was not Running before the cycle", name)
+		return c, nil
+	}
+	old := pods.Get(name)
+	c.OldNode = old.Spec.NodeName
+
+	deleted := time.Now()
+	err := client.CoreV1().Pods(cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{
+		Preconditions: metav1.NewUIDPreconditions(string(old.UID)),
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return c, fmt.Errorf("cycle %d: delete pod %s: %w", index, name, err)
+	}
+	log.V(2).Info("Deleted pod", "uid", old.UID, "node", c.OldNode)
+
+	var replacement *corev1.Pod
+	err = pods.WaitFor(wctx, func(p *Pods) bool {
+		pod := p.Get(name)
+		if pod != nil && pod.UID != old.UID && workload.IsRunning(pod) {
+			replacement = pod
+			return true
+		}
+		return false
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return c, ctx.Err()
+		}
+		c.Outcome = TimedOut
+		c.Error = fmt.Sprintf("replacement of %s not Running within %v", name, cfg.CycleTimeout)
+		if pod := pods.Get(name); pod != nil && pod.UID != old.UID {
+			c.NewNode = pod.Spec.NodeName
+		}
+		log.Info("Cycle timed out", "err", c.Error)
+		return c, nil
+	}
+	running := time.Now()
+	c.Outcome = Running
+	c.NewNode = replacement.Spec.NodeName
+	c.DeleteToRunning = running.Sub(deleted)
+	c.CreateToRunning = running.Sub(pods.FirstSeen(replacement.UID))
+	log.V(2).Info("Replacement running", "node", c.NewNode, "deleteToRunning", c.DeleteToRunning)
+	return c, nil
+}
+
+// Pods is the pod view the runner waits on.
+type Pods = workload.Pods
+
+func printProgress(w io.Writer, done []Cycle, total int, elapsed time.Duration) {
+	failed := 0
+	for _, c := range done {
+		if c.Outcome != Running {
+			failed++
+		}
+	}
+	rate := float64(len(done)) / elapsed.Seconds()
+	eta := "-"
+	if rate > 0 {
+		eta = time.Duration(float64(total-len(done)) / rate * float64(time.Second)).Round(time.Second).String()
+	}
+	fmt.Fprintf(w, "cycles %d/%d  %.2f/s  not running %d  elapsed %s  ETA %s\n",
+		len(done), total, rate, failed, elapsed.Round(time.Second), eta)
+}

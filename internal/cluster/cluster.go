@@ -1,0 +1,74 @@
+// Package cluster defines the seam between the harness and the clusters it
+// runs on: a Provider starts a Cluster from a Spec; local, kind and existing
+// clusters all look the same to the runner and to e2e-framework suites.
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"k8s.io/client-go/rest"
+)
+
+// Spec is what the harness asks of a cluster.
+type Spec struct {
+	// Name identifies the cluster (directory names, kubeconfig context).
+	Name string
+	// Nodes is the number of worker nodes.
+	Nodes int
+	// OutputDir receives the components' log files.
+	OutputDir string
+	// Keep leaves the cluster running when the harness exits.
+	Keep bool
+	// ControllerManagerArgs are extra kube-controller-manager flags (a later
+	// flag of the same name wins over the provider's default).
+	ControllerManagerArgs []string
+}
+
+// Validate reports the first invalid field of s.
+func (s Spec) Validate() error {
+	if s.Name == "" {
+		return fmt.Errorf("cluster spec: name: must not be empty")
+	}
+	if s.Nodes < 1 || s.Nodes > 100 {
+		return fmt.Errorf("cluster spec: nodes: %d out of range [1, 100]", s.Nodes)
+	}
+	if s.OutputDir == "" {
+		return fmt.Errorf("cluster spec: outputDir: must not be empty")
+	}
+	return nil
+}
+
+// Component is one real binary a cluster runs, for the report's provenance.
+type Component struct {
+	Name       string `json:"name"`
+	Version    string `json:"version"`
+	Provenance string `json:"provenance,omitempty"` // how it was obtained, e.g. the Go module it was built from
+}
+
+// Cluster is a running cluster.
+type Cluster interface {
+	// Kubeconfig is the path of an admin kubeconfig.
+	Kubeconfig() string
+	// RESTConfig is an admin client configuration.
+	RESTConfig() *rest.Config
+	// Nodes are the names of the worker nodes.
+	Nodes() []string
+	// Components lists every real binary the cluster runs.
+	Components() []Component
+	// KubernetesVersion is the API server's version.
+	KubernetesVersion() string
+	// StartDuration is the time from the first process launched until the
+	// control plane was healthy and all nodes were Ready.
+	StartDuration() time.Duration
+	// Stop tears the cluster down, unless it is kept, and releases everything
+	// it holds. It is safe to call more than once.
+	Stop(ctx context.Context) error
+}
+
+// Provider starts clusters of one kind.
+type Provider interface {
+	Name() string
+	Start(ctx context.Context, spec Spec) (Cluster, error)
+}

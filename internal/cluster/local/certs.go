@@ -1,0 +1,66 @@
+package local
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+
+	"github.com/strandlab/strandlab/internal/pki"
+)
+
+// clusterPKI are the credential files of one cluster.
+type clusterPKI struct {
+	caFile, caKey           string
+	servingCert, servingKey string
+	saKey                   string
+	admin                   string // kubeconfig, system:masters
+	controllerManager       string // kubeconfig, system:kube-controller-manager
+	scheduler               string // kubeconfig, system:kube-scheduler
+	nodes                   map[string]string
+}
+
+// writePKI issues one identity per component so that each is authorized as
+// in a real cluster: RBAC for the control plane, the Node authorizer and
+// NodeRestriction for each kubelet.
+func writePKI(dir, server string, nodes []string) (*clusterPKI, error) {
+	pkiDir := filepath.Join(dir, "pki")
+	if err := mkdir(pkiDir); err != nil {
+		return nil, err
+	}
+	ca, err := pki.NewCA(pkiDir, "strandlab-ca")
+	if err != nil {
+		return nil, err
+	}
+	out := &clusterPKI{caFile: ca.CertFile, caKey: filepath.Join(pkiDir, "ca.key"), nodes: map[string]string{}}
+	out.servingCert, out.servingKey, err = ca.ServingCert(pkiDir, "kube-apiserver",
+		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
+		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")})
+	if err != nil {
+		return nil, err
+	}
+	if out.saKey, err = pki.ServiceAccountKey(pkiDir); err != nil {
+		return nil, err
+	}
+	ids := []struct {
+		dst  *string
+		name string
+		id   pki.Identity
+	}{
+		{&out.admin, "admin", pki.Identity{CommonName: "strandlab-admin", Organization: []string{"system:masters"}}},
+		{&out.controllerManager, "kube-controller-manager", pki.Identity{CommonName: "system:kube-controller-manager"}},
+		{&out.scheduler, "kube-scheduler", pki.Identity{CommonName: "system:kube-scheduler"}},
+	}
+	for _, i := range ids {
+		if *i.dst, err = ca.Kubeconfig(pkiDir, i.name, server, i.id); err != nil {
+			return nil, err
+		}
+	}
+	for _, n := range nodes {
+		if out.nodes[n], err = ca.Kubeconfig(pkiDir, n, server, pki.Identity{CommonName: "system:node:" + n, Organization: []string{"system:nodes"}}); err != nil {
+			return nil, err
+		}
+	}
+	return out, nil
+}
+
+func mkdir(dir string) error { return os.MkdirAll(dir, 0o700) }

@@ -1,0 +1,69 @@
+package local
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/upstream"
+)
+
+// binaries builds (or finds) the real binaries; these tests start real
+// processes and are skipped with -short.
+func binaries(t *testing.T) upstream.Binaries {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts a real control plane")
+	}
+	wd, _ := os.Getwd()
+	root, err := upstream.RepoRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := upstream.Ensure(context.Background(), root, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestBadControllerManagerFlagFailsFastAndCleansUp(t *testing.T) {
+	p := &Provider{Binaries: binaries(t)}
+	out := t.TempDir()
+	before := stateDirs(t)
+	start := time.Now()
+	c, err := p.Start(context.Background(), cluster.Spec{Name: "badflag", Nodes: 1, OutputDir: out,
+		ControllerManagerArgs: []string{"--no-such-flag=1"}})
+	elapsed := time.Since(start)
+	if err == nil {
+		c.Stop(context.Background())
+		t.Fatal("start succeeded with a bad kube-controller-manager flag")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "kube-controller-manager exited") || !strings.Contains(msg, "no-such-flag") {
+		t.Errorf("error does not name the component and carry its log tail:\n%s", msg)
+	}
+	// etcd and the API server start first (a few seconds); the failure must
+	// then be noticed at once, not after the start timeout.
+	if elapsed > 45*time.Second {
+		t.Errorf("start failed after %v; want a prompt failure", elapsed)
+	}
+	if after := stateDirs(t); len(after) > len(before) {
+		t.Errorf("state directories left behind: before %v, after %v", before, after)
+	}
+	if _, err := os.Stat(filepath.Join(out, "logs", "kube-controller-manager.log")); err != nil {
+		t.Errorf("component log missing: %v", err)
+	}
+}
+
+func stateDirs(t *testing.T) []string {
+	m, err := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"badflag-*"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}

@@ -1,0 +1,84 @@
+// Package kubeletsim is strandlab's simulated kubelet: the only simulated
+// component of a local cluster. One Node value plays the kubelet of one node:
+// it registers the Node, keeps its Ready condition and Lease fresh, and runs
+// the lifecycle of the pods bound to it (Pending -> Running, graceful
+// deletion, deletion confirmed). There is no container runtime: containers
+// "start" and "stop" instantly. Everything the kubelet says to the API server
+// (node status, leases, pod status, deletion) is done as the upstream kubelet
+// does it, under the node's own identity (system:node:<name>).
+//
+// Volumes are behind the VolumeManager interface, mirroring the split between
+// the kubelet's pod workers and pkg/kubelet/volumemanager upstream.
+package kubeletsim
+
+import (
+	"fmt"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Defaults of the upstream kubelet (KubeletConfiguration v1beta1 defaults).
+const (
+	DefaultNodeStatusUpdateFrequency = 10 * time.Second
+	DefaultNodeStatusReportFrequency = 5 * time.Minute
+	DefaultNodeLeaseDurationSeconds  = 40
+	// nodeLeaseRenewIntervalFraction mirrors kubelet.nodeLeaseRenewIntervalFraction.
+	nodeLeaseRenewIntervalFraction = 0.25
+)
+
+// ControllerManagedAttachAnnotation tells the attach/detach controller that
+// it, not the kubelet, attaches this node's volumes. The controller ignores
+// nodes without it (and their pods).
+const ControllerManagedAttachAnnotation = "volumes.kubernetes.io/controller-managed-attach-detach"
+
+// Config describes one simulated node.
+type Config struct {
+	NodeName string
+	// Client acts as system:node:<NodeName>.
+	Client kubernetes.Interface
+	// KubeletVersion is reported in node.status.nodeInfo.
+	KubeletVersion string
+	// Capacity of the node; defaults to 8 CPUs, 32Gi memory, 110 pods.
+	Capacity corev1.ResourceList
+	// PodCIDRIndex makes pod IPs unique across nodes: 10.244.<index>.x.
+	PodCIDRIndex int
+	// Volumes is the volume manager; nil means pods have no attachable volumes.
+	Volumes VolumeManager
+
+	NodeStatusUpdateFrequency time.Duration
+	NodeStatusReportFrequency time.Duration
+	NodeLeaseDurationSeconds  int32
+}
+
+func (c *Config) setDefaults() error {
+	if c.NodeName == "" {
+		return fmt.Errorf("kubelet-sim: node name must not be empty")
+	}
+	if c.Client == nil {
+		return fmt.Errorf("kubelet-sim: node %s: no API client", c.NodeName)
+	}
+	if c.Capacity == nil {
+		c.Capacity = corev1.ResourceList{
+			corev1.ResourceCPU:              resource.MustParse("8"),
+			corev1.ResourceMemory:           resource.MustParse("32Gi"),
+			corev1.ResourcePods:             resource.MustParse("110"),
+			corev1.ResourceEphemeralStorage: resource.MustParse("100Gi"),
+		}
+	}
+	if c.Volumes == nil {
+		c.Volumes = NoVolumes{}
+	}
+	if c.NodeStatusUpdateFrequency == 0 {
+		c.NodeStatusUpdateFrequency = DefaultNodeStatusUpdateFrequency
+	}
+	if c.NodeStatusReportFrequency == 0 {
+		c.NodeStatusReportFrequency = DefaultNodeStatusReportFrequency
+	}
+	if c.NodeLeaseDurationSeconds == 0 {
+		c.NodeLeaseDurationSeconds = DefaultNodeLeaseDurationSeconds
+	}
+	return nil
+}

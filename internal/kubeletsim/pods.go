@@ -1,0 +1,362 @@
+package kubeletsim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/strategicpatch"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
+)
+
+// podWorkers runs one worker goroutine per pod bound to the node, like the
+// kubelet's pod workers: each pod's updates are handled in order, and
+// different pods never wait for each other.
+type podWorkers struct {
+	node *Node
+
+	mu      sync.Mutex
+	workers map[types.UID]*podWorker
+	nextIP  int
+}
+
+// podWorker holds the latest known version of one pod; nil means the pod is
+// gone from the API server.
+type podWorker struct {
+	updates chan *corev1.Pod // capacity 1: only the newest version matters
+}
+
+func newPodWorkers(n *Node) *podWorkers {
+	return &podWorkers{node: n, workers: map[types.UID]*podWorker{}}
+}
+
+// run watches the pods bound to this node, with the same field selector the
+// kubelet's API source uses (config.NewSourceApiserver).
+func (pw *podWorkers) run(ctx context.Context) {
+	factory := informers.NewSharedInformerFactoryWithOptions(pw.node.cfg.Client, 0,
+		informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector("spec.nodeName", pw.node.cfg.NodeName).String()
+		}))
+	inf := factory.Core().V1().Pods().Informer()
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(obj any) { pw.update(ctx, obj.(*corev1.Pod)) },
+		UpdateFunc: func(_, obj any) { pw.update(ctx, obj.(*corev1.Pod)) },
+		DeleteFunc: func(obj any) {
+			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = tomb.Obj
+			}
+			if pod, ok := obj.(*corev1.Pod); ok {
+				pw.deleted(pod.UID)
+			}
+		},
+	})
+	factory.Start(ctx.Done())
+	<-ctx.Done()
+	factory.Shutdown()
+}
+
+func (pw *podWorkers) update(ctx context.Context, pod *corev1.Pod) {
+	pw.mu.Lock()
+	w, ok := pw.workers[pod.UID]
+	if !ok {
+		if pod.Status.Phase == corev1.PodSucceeded || pod.Status.Phase == corev1.PodFailed {
+			if pod.DeletionTimestamp == nil {
+				pw.mu.Unlock()
+				return // a finished pod nobody deletes: nothing to do
+			}
+		}
+		w = &podWorker{updates: make(chan *corev1.Pod, 1)}
+		pw.workers[pod.UID] = w
+		pw.nextIP++
+		ip := fmt.Sprintf("10.244.%d.%d", pw.node.cfg.PodCIDRIndex%256, 2+pw.nextIP%250)
+		go pw.work(ctx, pod.UID, w, ip)
+	}
+	pw.mu.Unlock()
+	w.send(pod)
+}
+
+func (pw *podWorkers) deleted(uid types.UID) {
+	pw.mu.Lock()
+	w, ok := pw.workers[uid]
+	pw.mu.Unlock()
+	if ok {
+		w.send(nil)
+	}
+}
+
+// send replaces any pending update with pod.
+func (w *podWorker) send(pod *corev1.Pod) {
+	for {
+		select {
+		case w.updates <- pod:
+			return
+		default:
+			select {
+			case <-w.updates:
+			default:
+			}
+		}
+	}
+}
+
+// work drives one pod: mount its volumes and start it; on graceful deletion
+// stop it, unmount, and confirm the deletion (kubelet.syncPod,
+// syncTerminatingPod, syncTerminatedPod, then the status manager's delete).
+func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip string) {
+	n := pw.node
+	defer func() {
+		pw.mu.Lock()
+		delete(pw.workers, uid)
+		pw.mu.Unlock()
+	}()
+
+	var (
+		pod         *corev1.Pod
+		startCancel context.CancelFunc = func() {}
+		startDone   chan error
+		running     bool
+		terminated  bool
+	)
+	defer func() { startCancel() }()
+	for {
+		var startResult chan error = startDone
+		select {
+		case <-ctx.Done():
+			return
+		case p := <-w.updates:
+			if p == nil { // gone from the API server
+				startCancel()
+				if startDone != nil {
+					<-startDone
+				}
+				if !terminated && pod != nil {
+					// Force-deleted: still tear the volumes down.
+					if err := n.cfg.Volumes.UnmountPodVolumes(ctx, pod); err != nil && ctx.Err() == nil {
+						klog.FromContext(ctx).Error(err, "Unmount after forced deletion failed", "pod", klog.KObj(pod))
+					}
+				}
+				return
+			}
+			pod = p
+			if pod.DeletionTimestamp != nil && !terminated {
+				startCancel()
+				if startDone != nil {
+					<-startDone
+					startDone = nil
+				}
+				if err := pw.terminate(ctx, pod, running); err != nil {
+					if ctx.Err() == nil {
+						klog.FromContext(ctx).Error(err, "Terminating pod failed, will retry on next update", "pod", klog.KObj(pod))
+						go pw.retryLater(ctx, w, pod)
+					}
+					continue
+				}
+				terminated = true
+				continue
+			}
+			if startDone == nil && !running && !terminated {
+				sctx, cancel := context.WithCancel(ctx)
+				startCancel = cancel
+				startDone = make(chan error, 1)
+				go func(pod *corev1.Pod) { startDone <- pw.start(sctx, pod, ip) }(pod)
+			}
+		case err := <-startResult:
+			startDone = nil
+			if err == nil {
+				running = true
+			} else if ctx.Err() == nil && pod.DeletionTimestamp == nil {
+				klog.FromContext(ctx).Error(err, "Starting pod failed, will retry", "pod", klog.KObj(pod))
+				go pw.retryLater(ctx, w, pod)
+			}
+		}
+	}
+}
+
+// retryLater resends pod to its worker after a back-off, unless a newer
+// update arrived meanwhile (the kubelet's pod workers requeue with back-off).
+func (pw *podWorkers) retryLater(ctx context.Context, w *podWorker, pod *corev1.Pod) {
+	t := time.NewTimer(time.Second)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+		select {
+		case w.updates <- pod:
+		default: // a newer update is pending; it will be handled instead
+		}
+	}
+}
+
+// start shows the pod ContainerCreating, waits for its volumes, then reports
+// it Running with every container started and ready.
+func (pw *podWorkers) start(ctx context.Context, pod *corev1.Pod, ip string) error {
+	n := pw.node
+	now := metav1.Now()
+	creating := pod.DeepCopy()
+	s := &creating.Status
+	s.Phase = corev1.PodPending
+	s.HostIP, s.HostIPs = "127.0.0.1", []corev1.HostIP{{IP: "127.0.0.1"}}
+	if s.StartTime == nil {
+		s.StartTime = &now
+	}
+	setPodCondition(s, corev1.PodInitialized, corev1.ConditionTrue, "")
+	setPodCondition(s, corev1.PodReadyToStartContainers, corev1.ConditionFalse, "")
+	setPodCondition(s, corev1.ContainersReady, corev1.ConditionFalse, "ContainersNotReady")
+	setPodCondition(s, corev1.PodReady, corev1.ConditionFalse, "ContainersNotReady")
+	s.ContainerStatuses = containerStatuses(pod, func(c corev1.Container) corev1.ContainerState {
+		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
+	}, false)
+	if err := pw.patchStatus(ctx, pod, creating); err != nil {
+		return err
+	}
+
+	if err := n.cfg.Volumes.WaitForAttachAndMount(ctx, pod); err != nil {
+		return err
+	}
+
+	running := creating.DeepCopy()
+	now = metav1.Now()
+	s = &running.Status
+	s.Phase = corev1.PodRunning
+	s.PodIP, s.PodIPs = ip, []corev1.PodIP{{IP: ip}}
+	setPodCondition(s, corev1.PodReadyToStartContainers, corev1.ConditionTrue, "")
+	setPodCondition(s, corev1.ContainersReady, corev1.ConditionTrue, "")
+	setPodCondition(s, corev1.PodReady, corev1.ConditionTrue, "")
+	s.ContainerStatuses = containerStatuses(pod, func(c corev1.Container) corev1.ContainerState {
+		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
+	}, true)
+	if err := pw.patchStatus(ctx, creating, running); err != nil {
+		return err
+	}
+	for _, c := range pod.Spec.Containers {
+		n.recorder.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
+	}
+	klog.FromContext(ctx).V(3).Info("Pod running", "pod", klog.KObj(pod))
+	return nil
+}
+
+// terminate stops the containers (they exit at once on SIGTERM, well within
+// any grace period), writes the terminal status, unmounts the volumes and
+// confirms the deletion with grace period 0 and a UID precondition, as the
+// kubelet's status manager does once the pod's resources are reclaimed
+// (status.manager.syncPod / canBeDeleted).
+func (pw *podWorkers) terminate(ctx context.Context, pod *corev1.Pod, wasRunning bool) error {
+	n := pw.node
+	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
+	if wasRunning {
+		for _, c := range pod.Spec.Containers {
+			n.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
+		}
+	}
+	now := metav1.Now()
+	stopped := pod.DeepCopy()
+	s := &stopped.Status
+	// kubelet.generateAPIPodStatus: a terminal pod whose containers all
+	// exited 0 is Succeeded.
+	s.Phase = corev1.PodSucceeded
+	setPodCondition(s, corev1.PodReadyToStartContainers, corev1.ConditionFalse, "")
+	setPodCondition(s, corev1.ContainersReady, corev1.ConditionFalse, "PodCompleted")
+	setPodCondition(s, corev1.PodReady, corev1.ConditionFalse, "PodCompleted")
+	s.ContainerStatuses = containerStatuses(pod, func(c corev1.Container) corev1.ContainerState {
+		t := &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: now}
+		for _, old := range pod.Status.ContainerStatuses {
+			if old.Name == c.Name && old.State.Running != nil {
+				t.StartedAt = old.State.Running.StartedAt
+			}
+		}
+		return corev1.ContainerState{Terminated: t}
+	}, false)
+	if err := pw.patchStatus(ctx, pod, stopped); err != nil && !apierrors.IsNotFound(err) {
+		return err
+	}
+	if err := n.cfg.Volumes.UnmountPodVolumes(ctx, pod); err != nil {
+		return fmt.Errorf("unmount volumes: %w", err)
+	}
+	err := n.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+		GracePeriodSeconds: new(int64),
+		Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
+	})
+	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
+		return fmt.Errorf("confirm deletion: %w", err)
+	}
+	log.V(3).Info("Pod deletion confirmed")
+	return nil
+}
+
+// patchStatus sends the difference between old and new status as a
+// strategic merge patch with a UID precondition, retrying transient errors;
+// it mirrors pkg/util/pod.PatchPodStatus used by the status manager.
+func (pw *podWorkers) patchStatus(ctx context.Context, old, updated *corev1.Pod) error {
+	oldJSON, err := json.Marshal(corev1.Pod{Status: old.Status})
+	if err != nil {
+		return err
+	}
+	newJSON, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: old.UID}, Status: updated.Status})
+	if err != nil {
+		return err
+	}
+	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, corev1.Pod{})
+	if err != nil {
+		return fmt.Errorf("status patch for pod %s/%s: %w", old.Namespace, old.Name, err)
+	}
+	var lastErr error
+	err = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 8, Cap: 2 * time.Second},
+		func(ctx context.Context) (bool, error) {
+			_, lastErr = pw.node.cfg.Client.CoreV1().Pods(old.Namespace).Patch(ctx, old.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
+			switch {
+			case lastErr == nil:
+				return true, nil
+			case apierrors.IsNotFound(lastErr), apierrors.IsConflict(lastErr), apierrors.IsInvalid(lastErr):
+				return false, lastErr // UID changed or pod gone: retrying cannot help
+			default:
+				return false, nil
+			}
+		})
+	if err != nil && lastErr != nil {
+		return fmt.Errorf("patch status of pod %s/%s: %w", old.Namespace, old.Name, lastErr)
+	}
+	return err
+}
+
+func containerStatuses(pod *corev1.Pod, state func(corev1.Container) corev1.ContainerState, ready bool) []corev1.ContainerStatus {
+	out := make([]corev1.ContainerStatus, 0, len(pod.Spec.Containers))
+	for _, c := range pod.Spec.Containers {
+		st := state(c)
+		started := st.Running != nil
+		out = append(out, corev1.ContainerStatus{
+			Name:        c.Name,
+			Image:       c.Image,
+			ImageID:     "sim://" + c.Image,
+			ContainerID: fmt.Sprintf("sim://%s-%s", pod.UID, c.Name),
+			Ready:       ready,
+			Started:     &started,
+			State:       st,
+		})
+	}
+	return out
+}
+
+func setPodCondition(s *corev1.PodStatus, t corev1.PodConditionType, status corev1.ConditionStatus, reason string) {
+	now := metav1.Now()
+	for i := range s.Conditions {
+		c := &s.Conditions[i]
+		if c.Type == t {
+			if c.Status != status {
+				c.LastTransitionTime = now
+			}
+			c.Status, c.Reason = status, reason
+			return
+		}
+	}
+	s.Conditions = append(s.Conditions, corev1.PodCondition{Type: t, Status: status, Reason: reason, LastTransitionTime: now})
+}

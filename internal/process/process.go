@@ -1,0 +1,246 @@
+// Package process runs the real cluster components (etcd, kube-apiserver, …)
+// as supervised local processes: each with its own log file, in its own
+// process group, killed with the harness unless the cluster is kept, and
+// reported with its log tail when it dies early.
+package process
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"k8s.io/klog/v2"
+)
+
+// Spec describes one component process.
+type Spec struct {
+	Name    string   // component name, used for the log file and errors
+	Path    string   // binary
+	Args    []string // flags
+	Env     []string // extra environment, KEY=VALUE
+	LogFile string   // stdout and stderr go here
+}
+
+// Process is a started component.
+type Process struct {
+	Spec
+	cmd  *exec.Cmd
+	done chan struct{}
+	err  error // set before done is closed
+}
+
+// Group owns the processes of one cluster and stops them together.
+type Group struct {
+	// Keep means the processes outlive the harness (make e2e KEEP=1); otherwise
+	// the kernel kills each one when the harness dies (Pdeathsig), so even a
+	// SIGKILLed or panicking harness leaves nothing running.
+	Keep bool
+	// PIDFile, if set, lists "name pid" of every running process so that a
+	// later `strandlab down` can stop a kept cluster.
+	PIDFile string
+
+	mu    sync.Mutex
+	procs []*Process
+}
+
+// Start launches spec and returns once the process exists.
+func (g *Group) Start(spec Spec) (*Process, error) {
+	if err := os.MkdirAll(filepath.Dir(spec.LogFile), 0o755); err != nil {
+		return nil, err
+	}
+	logf, err := os.OpenFile(spec.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(spec.Path, spec.Args...)
+	cmd.Env = append(os.Environ(), spec.Env...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if !g.Keep {
+		cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
+	}
+	fmt.Fprintf(logf, "# %s %s\n", spec.Path, strings.Join(spec.Args, " "))
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
+	}
+	p := &Process{Spec: spec, cmd: cmd, done: make(chan struct{})}
+	go func() {
+		p.err = cmd.Wait()
+		logf.Close()
+		close(p.done)
+	}()
+	klog.V(2).InfoS("Started component", "component", spec.Name, "pid", cmd.Process.Pid, "log", spec.LogFile)
+
+	g.mu.Lock()
+	g.procs = append(g.procs, p)
+	g.mu.Unlock()
+	return p, g.writePIDs()
+}
+
+// PID is the process id.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
+// Exited is closed when the process has ended.
+func (p *Process) Exited() <-chan struct{} { return p.done }
+
+// ExitError describes how the process ended; valid after Exited is closed.
+func (p *Process) ExitError() error { return p.err }
+
+// LogTail returns the last n lines of the process's log.
+func (p *Process) LogTail(n int) string { return Tail(p.LogFile, n) }
+
+// DiedError is the error for a component that exited while it should run:
+// it names the component and carries its log tail.
+func (p *Process) DiedError() error {
+	return fmt.Errorf("%s exited (%v); last lines of %s:\n%s", p.Name, p.err, p.LogFile, p.LogTail(20))
+}
+
+// WaitReady polls check until it succeeds. It fails as soon as the process
+// exits (with its log tail in the error) or ctx ends.
+func (p *Process) WaitReady(ctx context.Context, interval time.Duration, check func(context.Context) error) error {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	var last error
+	for {
+		if last = check(ctx); last == nil {
+			return nil
+		}
+		select {
+		case <-p.done:
+			return p.DiedError()
+		case <-ctx.Done():
+			return fmt.Errorf("%s not ready: %w (last check: %v); last lines of %s:\n%s", p.Name, ctx.Err(), last, p.LogFile, p.LogTail(20))
+		case <-t.C:
+		}
+	}
+}
+
+// Running returns the processes that have not exited.
+func (g *Group) Running() []*Process {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	var out []*Process
+	for _, p := range g.procs {
+		select {
+		case <-p.done:
+		default:
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Stop terminates every process in reverse start order: SIGTERM to its
+// process group, then SIGKILL after grace. It waits until all have exited.
+func (g *Group) Stop(grace time.Duration) error {
+	g.mu.Lock()
+	procs := append([]*Process(nil), g.procs...)
+	g.mu.Unlock()
+	var errs []error
+	for i := len(procs) - 1; i >= 0; i-- {
+		p := procs[i]
+		select {
+		case <-p.done:
+			continue
+		default:
+		}
+		_ = syscall.Kill(-p.PID(), syscall.SIGTERM)
+		select {
+		case <-p.done:
+		case <-time.After(grace):
+			klog.V(1).InfoS("Component ignored SIGTERM, killing", "component", p.Name, "grace", grace)
+			_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+			select {
+			case <-p.done:
+			case <-time.After(10 * time.Second):
+				errs = append(errs, fmt.Errorf("%s (pid %d) did not exit after SIGKILL", p.Name, p.PID()))
+			}
+		}
+	}
+	if g.PIDFile != "" {
+		if err := os.Remove(g.PIDFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func (g *Group) writePIDs() error {
+	if g.PIDFile == "" {
+		return nil
+	}
+	g.mu.Lock()
+	var b strings.Builder
+	for _, p := range g.procs {
+		fmt.Fprintf(&b, "%s %d\n", p.Name, p.PID())
+	}
+	g.mu.Unlock()
+	tmp := g.PIDFile + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, g.PIDFile)
+}
+
+// KillFromPIDFile stops the process groups listed in a PID file written by a
+// Group (used by `strandlab down` for a kept cluster). Missing processes are
+// not an error.
+func KillFromPIDFile(ctx context.Context, path string, grace time.Duration) error {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return err
+	}
+	var pids []int
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) != 2 {
+			continue
+		}
+		pid, err := strconv.Atoi(f[1])
+		if err != nil || pid <= 1 {
+			continue
+		}
+		pids = append(pids, pid)
+	}
+	for i := len(pids) - 1; i >= 0; i-- {
+		_ = syscall.Kill(-pids[i], syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(grace)
+	for _, pid := range pids {
+		for Alive(pid) && time.Now().Before(deadline) && ctx.Err() == nil {
+			time.Sleep(50 * time.Millisecond) // polling another session's pid: no wait() possible
+		}
+		if Alive(pid) {
+			_ = syscall.Kill(-pid, syscall.SIGKILL)
+		}
+	}
+	return os.Remove(path)
+}
+
+// Alive reports whether a process with pid exists (and is not a zombie we
+// could reap: signal 0 only checks existence).
+func Alive(pid int) bool {
+	return syscall.Kill(pid, 0) == nil
+}
+
+// Tail returns the last n lines of a file, or a note when it cannot be read.
+func Tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return fmt.Sprintf("(cannot read %s: %v)", path, err)
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}

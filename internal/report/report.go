@@ -1,0 +1,237 @@
+// Package report is the contract output of a run: report.json and report.md
+// under _output/reports/<run-id>/, copied to _output/reports/latest/. The
+// JSON shape is a contract (DESIGN.md, "Contracts"); other tools read it.
+package report
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/strandlab/strandlab/internal/churn"
+	"github.com/strandlab/strandlab/internal/stats"
+)
+
+// Report is report.json.
+type Report struct {
+	RunID               string               `json:"run_id"`
+	Scenario            string               `json:"scenario"`
+	Provider            string               `json:"provider"`
+	Seed                int64                `json:"seed"`
+	KubernetesVersion   string               `json:"kubernetes_version"`
+	ClusterStartSeconds float64              `json:"cluster_start_seconds"`
+	Components          map[string]Component `json:"components"`
+	Builds              []Build              `json:"builds"`
+	StartedAt           time.Time            `json:"started_at"`
+	FinishedAt          time.Time            `json:"finished_at"`
+	// Interrupted is true when the run was stopped (Ctrl-C) before all cycles.
+	Interrupted bool `json:"interrupted"`
+	// Complete is false while a run is still writing its report.
+	Complete bool `json:"complete"`
+}
+
+// Component is a real binary used by the run.
+type Component struct {
+	Version    string `json:"version"`
+	Provenance string `json:"provenance,omitempty"`
+}
+
+// Build is the outcome for one controller build.
+type Build struct {
+	Name                 string             `json:"name"`
+	Provenance           Provenance         `json:"provenance"`
+	Cycles               int                `json:"cycles"`
+	CyclesNotRunning     int                `json:"cycles_not_running"`
+	Stranded             int                `json:"stranded"`
+	SafetyViolations     int                `json:"safety_violations"`
+	StrandedRate         float64            `json:"stranded_rate"`
+	StrandedRateCI95     [2]float64         `json:"stranded_rate_ci95"`
+	CyclesPerSecond      float64            `json:"cycles_per_second"`
+	AttachToRunningMS    Percentiles        `json:"attach_to_running_ms"`
+	DeleteToRunningMS    Percentiles        `json:"delete_to_running_ms"`
+	APIRequestsPerCycle  map[string]float64 `json:"api_requests_per_cycle"`
+	PinningSameNodeRatio float64            `json:"pinning_same_node_ratio"`
+	Proxy                ProxyStats         `json:"proxy"`
+	Strandings           []Stranding        `json:"strandings"`
+	CycleLog             []churn.Cycle      `json:"cycle_log,omitempty"`
+}
+
+// Provenance says exactly which controller binary a build is.
+type Provenance struct {
+	Module      string `json:"module"`
+	Patch       string `json:"patch,omitempty"`
+	PatchSHA256 string `json:"patch_sha256,omitempty"`
+}
+
+// Percentiles of a latency in milliseconds.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+}
+
+// ProxyStats are the throttling proxy's counters for a build.
+type ProxyStats struct {
+	EventsDelayed int64 `json:"events_delayed"`
+	MaxQueueDepth int64 `json:"max_queue_depth"`
+}
+
+// Stranding is one stranded volume with the timeline that produced it.
+type Stranding struct {
+	Cycle           int             `json:"cycle"`
+	Pod             string          `json:"pod"`
+	Node            string          `json:"node"`
+	Volume          string          `json:"volume"`
+	DetectedAfterMS float64         `json:"detected_after_ms"`
+	Timeline        []TimelineEntry `json:"timeline"`
+}
+
+// TimelineEntry is one event of a stranding's timeline.
+type TimelineEntry struct {
+	TMS    float64 `json:"t_ms"`
+	Source string  `json:"source"`
+	Event  string  `json:"event"`
+}
+
+// BuildFromChurn summarises a churn result for one build. Cycle-level facts
+// the churn runner cannot know yet (strandings, proxy counters, API request
+// counts) are filled in by their own components.
+func BuildFromChurn(name string, prov Provenance, res churn.Result) Build {
+	b := Build{Name: name, Provenance: prov, Cycles: len(res.Cycles),
+		APIRequestsPerCycle: map[string]float64{}, Strandings: []Stranding{}, CycleLog: res.Cycles}
+	var toRunning, deleteToRunning []time.Duration
+	same, moved := 0, 0
+	for _, c := range res.Cycles {
+		if c.Outcome != churn.Running {
+			b.CyclesNotRunning++
+			continue
+		}
+		toRunning = append(toRunning, c.CreateToRunning)
+		deleteToRunning = append(deleteToRunning, c.DeleteToRunning)
+		if c.NewNode == c.OldNode {
+			same++
+		} else {
+			moved++
+		}
+	}
+	if same+moved > 0 {
+		b.PinningSameNodeRatio = float64(same) / float64(same+moved)
+	}
+	if b.Cycles > 0 {
+		b.StrandedRate = float64(b.Stranded) / float64(b.Cycles)
+	}
+	lo, hi := stats.Wilson95(b.Stranded, b.Cycles)
+	b.StrandedRateCI95 = [2]float64{lo, hi}
+	if res.Elapsed > 0 {
+		b.CyclesPerSecond = float64(b.Cycles) / res.Elapsed.Seconds()
+	}
+	b.AttachToRunningMS = percentilesMS(toRunning)
+	b.DeleteToRunningMS = percentilesMS(deleteToRunning)
+	return b
+}
+
+func percentilesMS(ds []time.Duration) Percentiles {
+	ms := func(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+	return Percentiles{P50: ms(stats.Percentile(ds, 50)), P99: ms(stats.Percentile(ds, 99))}
+}
+
+// Write writes report.json and report.md into dir atomically (a reader never
+// sees a half-written file) and, when latest is not empty, copies both there.
+func Write(r *Report, dir, latest string) error {
+	js, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	md := []byte(Markdown(r))
+	for _, d := range []string{dir, latest} {
+		if d == "" {
+			continue
+		}
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return err
+		}
+		if err := writeAtomic(filepath.Join(d, "report.json"), append(js, '\n')); err != nil {
+			return err
+		}
+		if err := writeAtomic(filepath.Join(d, "report.md"), md); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func writeAtomic(path string, data []byte) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
+	if err != nil {
+		return err
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := tmp.Close(); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return os.Rename(tmp.Name(), path)
+}
+
+// Markdown renders the report for people.
+func Markdown(r *Report) string {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "# strandlab report: %s\n\n", r.Scenario)
+	status := "complete"
+	switch {
+	case r.Interrupted:
+		status = "interrupted (partial)"
+	case !r.Complete:
+		status = "in progress (partial)"
+	}
+	fmt.Fprintf(&b, "- run: `%s` (%s)\n- provider: %s, Kubernetes %s, seed %d\n- cluster start: %.1f s\n\n",
+		r.RunID, status, r.Provider, r.KubernetesVersion, r.Seed, r.ClusterStartSeconds)
+	b.WriteString("## Builds\n\n")
+	b.WriteString(Table(r))
+	b.WriteString("\n## Components\n\n| component | version | provenance |\n|---|---|---|\n")
+	names := make([]string, 0, len(r.Components))
+	for n := range r.Components {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		c := r.Components[n]
+		fmt.Fprintf(&b, "| %s | %s | %s |\n", n, c.Version, c.Provenance)
+	}
+	for _, bld := range r.Builds {
+		for _, s := range bld.Strandings {
+			fmt.Fprintf(&b, "\n## Stranding: build %s, cycle %d\n\npod %s on %s, volume `%s`, detected after %.0f ms\n\n| t (ms) | source | event |\n|---:|---|---|\n",
+				bld.Name, s.Cycle, s.Pod, s.Node, s.Volume, s.DetectedAfterMS)
+			for _, e := range s.Timeline {
+				fmt.Fprintf(&b, "| %.0f | %s | %s |\n", e.TMS, e.Source, strings.ReplaceAll(e.Event, "|", "\\|"))
+			}
+		}
+	}
+	return b.String()
+}
+
+// Table is the per-build comparison as a Markdown table (also printed on
+// the terminal at the end of a run).
+func Table(r *Report) string {
+	var b bytes.Buffer
+	b.WriteString("| build | cycles | not running | stranded | rate (95% CI) | safety | cycles/s | to-running p50/p99 ms | same node |\n")
+	b.WriteString("|---|---:|---:|---:|---|---:|---:|---|---:|\n")
+	for _, bld := range r.Builds {
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.4f [%.4f, %.4f] | %d | %.2f | %.0f / %.0f | %.2f |\n",
+			bld.Name, bld.Cycles, bld.CyclesNotRunning, bld.Stranded, bld.StrandedRate, bld.StrandedRateCI95[0], bld.StrandedRateCI95[1],
+			bld.SafetyViolations, bld.CyclesPerSecond, bld.AttachToRunningMS.P50, bld.AttachToRunningMS.P99, bld.PinningSameNodeRatio)
+	}
+	return b.String()
+}

@@ -1,0 +1,249 @@
+// Package runner executes a scenario end to end: for each controller build it
+// starts a cluster, creates the workload, drives the churn and writes the
+// contract report. It is the orchestration behind `strandlab run` and
+// `make e2e`; the pieces it drives live in their own packages.
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+	"strings"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
+
+	"github.com/strandlab/strandlab/internal/churn"
+	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/cluster/local"
+	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/scenario"
+	"github.com/strandlab/strandlab/internal/upstream"
+	"github.com/strandlab/strandlab/internal/workload"
+)
+
+// Namespace holds the churned workload.
+const Namespace = "strandlab"
+
+// Options are a run's inputs; zero values take the scenario's.
+type Options struct {
+	ScenarioPath string
+	Provider     string
+	Builds       []string
+	Cycles       int // -1: from the scenario
+	Seed         *int64
+	Keep         bool
+	OutputDir    string // _output
+	RepoRoot     string
+	// Progress receives human progress lines (stderr).
+	Progress io.Writer
+}
+
+// knownBuilds are the controller builds this version can run.
+var knownBuilds = map[string]report.Provenance{
+	"stock": {Module: "k8s.io/kubernetes@v1.37.2 (unmodified)"},
+}
+
+// Prepare loads and validates everything a run needs before any cluster
+// starts, so bad input fails fast with nothing left behind.
+func Prepare(opts Options) (*scenario.Scenario, error) {
+	sc, err := scenario.Load(opts.ScenarioPath)
+	if err != nil {
+		return nil, err
+	}
+	if sc.Name == "" {
+		sc.Name = strings.TrimSuffix(filepath.Base(opts.ScenarioPath), filepath.Ext(opts.ScenarioPath))
+	}
+	if opts.Provider != "" {
+		sc.Cluster.Provider = opts.Provider
+	}
+	if len(opts.Builds) > 0 {
+		sc.Builds = opts.Builds
+	}
+	if opts.Cycles >= 0 {
+		sc.Churn.Cycles = opts.Cycles
+	}
+	if opts.Seed != nil {
+		sc.Seed = *opts.Seed
+	}
+	if err := sc.Validate(); err != nil {
+		return nil, fmt.Errorf("scenario %s (with overrides): %w", opts.ScenarioPath, err)
+	}
+	if sc.Cluster.Provider != "local" {
+		return nil, fmt.Errorf("provider %q: not available yet in this version (only local)", sc.Cluster.Provider)
+	}
+	for _, b := range sc.Builds {
+		if _, ok := knownBuilds[b]; !ok {
+			return nil, fmt.Errorf("build %q: unknown controller build (known: stock)", b)
+		}
+	}
+	return sc, nil
+}
+
+// Run executes the scenario and returns the report directory. The report is
+// written (marked partial) even when the run is interrupted or fails midway.
+func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, error) {
+	runID := time.Now().UTC().Format("20060102-150405") + "-" + sc.Name
+	reportDir := filepath.Join(opts.OutputDir, "reports", runID)
+	latest := filepath.Join(opts.OutputDir, "reports", "latest")
+	rep := &report.Report{
+		RunID: runID, Scenario: sc.Name, Provider: sc.Cluster.Provider, Seed: sc.Seed,
+		Components: map[string]report.Component{}, Builds: []report.Build{}, StartedAt: time.Now().UTC(),
+	}
+	save := func() error {
+		rep.FinishedAt = time.Now().UTC()
+		return report.Write(rep, reportDir, latest)
+	}
+	if err := save(); err != nil {
+		return "", fmt.Errorf("write report: %w", err)
+	}
+
+	bins, err := upstream.Ensure(ctx, opts.RepoRoot, opts.Progress)
+	if err != nil {
+		return reportDir, errors.Join(err, save())
+	}
+	provider := &local.Provider{Binaries: bins}
+
+	var runErr error
+	for i, build := range sc.Builds {
+		last := i == len(sc.Builds)-1
+		b, err := runBuild(ctx, opts, sc, provider, build, filepath.Join(reportDir, build), rep, save, opts.Keep && last)
+		if b != nil {
+			rep.Builds = append(rep.Builds, *b)
+		}
+		if err != nil {
+			runErr = err
+			break
+		}
+		if ctx.Err() != nil {
+			rep.Interrupted = true
+			break
+		}
+	}
+	rep.Complete = runErr == nil && !rep.Interrupted
+	if err := save(); err != nil {
+		runErr = errors.Join(runErr, err)
+	}
+	return reportDir, runErr
+}
+
+func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider cluster.Provider, build, outDir string,
+	rep *report.Report, save func() error, keep bool) (*report.Build, error) {
+	fmt.Fprintf(opts.Progress, ">> build %s: starting a %d-node %s cluster\n", build, sc.Cluster.Nodes, provider.Name())
+	c, err := provider.Start(ctx, cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep})
+	if err != nil {
+		return nil, fmt.Errorf("build %s: start cluster: %w", build, err)
+	}
+	defer func() {
+		if keep {
+			printKept(opts.Progress, c)
+			return
+		}
+		if err := c.Stop(context.Background()); err != nil {
+			klog.ErrorS(err, "Teardown failed", "build", build)
+		}
+	}()
+	fmt.Fprintf(opts.Progress, ">> cluster ready in %.1fs (Kubernetes %s)\n", c.StartDuration().Seconds(), c.KubernetesVersion())
+	rep.KubernetesVersion = c.KubernetesVersion()
+	rep.ClusterStartSeconds = c.StartDuration().Seconds()
+	for _, comp := range c.Components() {
+		rep.Components[comp.Name] = report.Component{Version: comp.Version, Provenance: comp.Provenance}
+	}
+	if err := save(); err != nil {
+		return nil, err
+	}
+
+	client, err := kubernetes.NewForConfig(c.RESTConfig())
+	if err != nil {
+		return nil, err
+	}
+	targets, err := createWorkload(ctx, client, sc)
+	if err != nil {
+		return nil, fmt.Errorf("build %s: %w", build, err)
+	}
+	pods, err := workload.WatchPods(ctx, client, Namespace)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(opts.Progress, ">> waiting for %d pods to be Running\n", len(targets))
+	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
+	err = pods.WaitFor(wctx, func(p *workload.Pods) bool {
+		for _, t := range targets {
+			if !workload.IsRunning(p.Get(workload.PodName(t.StatefulSet, t.Ordinal))) {
+				return false
+			}
+		}
+		return true
+	})
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nil
+		}
+		return nil, fmt.Errorf("build %s: workload pods not Running within 3m (see %s/logs)", build, outDir)
+	}
+
+	fmt.Fprintf(opts.Progress, ">> churning: %d cycles, seed %d\n", sc.Churn.Cycles, sc.Seed)
+	prov := knownBuilds[build]
+	res, err := churn.Run(ctx, client, pods, churn.Config{
+		Namespace: Namespace, Targets: targets, Cycles: sc.Churn.Cycles, Seed: sc.Seed,
+		CycleTimeout: sc.Churn.CycleTimeout.Duration, Progress: opts.Progress, ProgressEvery: 5 * time.Second,
+		OnProgress: func(done churn.Result) {
+			partial := report.BuildFromChurn(build, prov, done)
+			rep.Builds = append(rep.Builds, partial)
+			if err := save(); err != nil {
+				klog.ErrorS(err, "Writing the partial report failed")
+			}
+			rep.Builds = rep.Builds[:len(rep.Builds)-1]
+		},
+	})
+	b := report.BuildFromChurn(build, prov, res)
+	if res.Interrupted {
+		fmt.Fprintf(opts.Progress, ">> interrupted after %d cycles\n", len(res.Cycles))
+	}
+	return &b, err
+}
+
+// createWorkload creates the scenario's StatefulSets and returns every pod
+// the churn may delete.
+func createWorkload(ctx context.Context, client kubernetes.Interface, sc *scenario.Scenario) ([]churn.Target, error) {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, err
+	}
+	// Pods are rejected until the service account controller created the
+	// namespace's default ServiceAccount; wait for it rather than let the
+	// StatefulSet controller back off.
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(Namespace).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("default service account in %s not created: %w", Namespace, err)
+	}
+	var targets []churn.Target
+	for _, s := range sc.Workload.StatefulSets {
+		if err := workload.Create(ctx, client, workload.StatefulSet{Namespace: Namespace, Name: s.Name, Replicas: s.Replicas}); err != nil {
+			return nil, err
+		}
+		for o := 0; o < int(s.Replicas); o++ {
+			targets = append(targets, churn.Target{StatefulSet: s.Name, Ordinal: o})
+		}
+	}
+	return targets, nil
+}
+
+func printKept(w io.Writer, c cluster.Cluster) {
+	fmt.Fprintf(w, ">> cluster kept running (KEEP=1)\n   kubeconfig: %s\n", c.Kubeconfig())
+	if d, ok := c.(interface{ Dir() string }); ok {
+		fmt.Fprintf(w, "   stop it with: go run ./tools/strandlab down %s\n", d.Dir())
+	}
+	fmt.Fprintf(w, "   e.g. kubectl --kubeconfig %s get nodes,pods -A\n", c.Kubeconfig())
+}

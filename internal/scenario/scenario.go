@@ -1,0 +1,141 @@
+// Package scenario parses and validates strandlab scenario files: the
+// declarative description of one experiment (cluster, workload, churn,
+// seed). Parsing is strict: unknown fields and out-of-range values are
+// rejected with the field's path, before any cluster starts.
+package scenario
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"regexp"
+
+	"sigs.k8s.io/yaml"
+)
+
+// Scenario is one experiment.
+type Scenario struct {
+	// Name appears in reports; defaults to the file name.
+	Name     string   `json:"name"`
+	Seed     int64    `json:"seed"`
+	Cluster  Cluster  `json:"cluster"`
+	Workload Workload `json:"workload"`
+	Churn    Churn    `json:"churn"`
+	// Builds are the controller builds to compare; default [stock].
+	Builds []string `json:"builds,omitempty"`
+}
+
+// Cluster is the topology.
+type Cluster struct {
+	// Provider: local (default), kind or existing.
+	Provider string `json:"provider,omitempty"`
+	Nodes    int    `json:"nodes"`
+}
+
+// Workload is what runs on the cluster.
+type Workload struct {
+	StatefulSets []StatefulSet `json:"statefulSets"`
+}
+
+// StatefulSet is one StatefulSet of the workload.
+type StatefulSet struct {
+	Name     string `json:"name"`
+	Replicas int32  `json:"replicas"`
+}
+
+// Churn is how pods are deleted and recreated.
+type Churn struct {
+	// Cycles is the number of delete/recreate cycles.
+	Cycles int `json:"cycles"`
+	// CycleTimeout bounds one cycle: a replacement not Running by then fails
+	// the cycle. Default 2m.
+	CycleTimeout Duration `json:"cycleTimeout,omitempty"`
+}
+
+// Duration is a time.Duration written as "30s" in YAML.
+type Duration = durationValue
+
+var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$`)
+
+// Load reads and validates a scenario file.
+func Load(path string) (*Scenario, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("scenario: %w", err)
+	}
+	s, err := Parse(data)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Parse decodes and validates a scenario.
+func Parse(data []byte) (*Scenario, error) {
+	if len(bytes.TrimSpace(data)) == 0 {
+		return nil, errors.New("empty scenario")
+	}
+	var s Scenario
+	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		return nil, err
+	}
+	s.setDefaults()
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	return &s, nil
+}
+
+func (s *Scenario) setDefaults() {
+	if s.Cluster.Provider == "" {
+		s.Cluster.Provider = "local"
+	}
+	if s.Churn.CycleTimeout.Duration == 0 {
+		s.Churn.CycleTimeout.Duration = defaultCycleTimeout
+	}
+	if len(s.Builds) == 0 {
+		s.Builds = []string{"stock"}
+	}
+}
+
+// Validate reports the first invalid field, by its path.
+func (s *Scenario) Validate() error {
+	switch s.Cluster.Provider {
+	case "local", "kind", "existing":
+	default:
+		return fmt.Errorf("cluster.provider: %q is not one of local, kind, existing", s.Cluster.Provider)
+	}
+	if s.Cluster.Nodes < 1 || s.Cluster.Nodes > 100 {
+		return fmt.Errorf("cluster.nodes: %d out of range [1, 100]", s.Cluster.Nodes)
+	}
+	if len(s.Workload.StatefulSets) == 0 {
+		return errors.New("workload.statefulSets: at least one StatefulSet is required")
+	}
+	seen := map[string]bool{}
+	for i, sts := range s.Workload.StatefulSets {
+		path := fmt.Sprintf("workload.statefulSets[%d]", i)
+		if !dnsLabel.MatchString(sts.Name) {
+			return fmt.Errorf("%s.name: %q is not a DNS label of at most 42 characters", path, sts.Name)
+		}
+		if seen[sts.Name] {
+			return fmt.Errorf("%s.name: %q is used twice", path, sts.Name)
+		}
+		seen[sts.Name] = true
+		if sts.Replicas < 1 || sts.Replicas > 1000 {
+			return fmt.Errorf("%s.replicas: %d out of range [1, 1000]", path, sts.Replicas)
+		}
+	}
+	if s.Churn.Cycles < 0 || s.Churn.Cycles > 1_000_000 {
+		return fmt.Errorf("churn.cycles: %d out of range [0, 1000000]", s.Churn.Cycles)
+	}
+	if d := s.Churn.CycleTimeout.Duration; d < minCycleTimeout || d > maxCycleTimeout {
+		return fmt.Errorf("churn.cycleTimeout: %v out of range [%v, %v]", d, minCycleTimeout, maxCycleTimeout)
+	}
+	for i, b := range s.Builds {
+		if !dnsLabel.MatchString(b) {
+			return fmt.Errorf("builds[%d]: %q is not a valid build name", i, b)
+		}
+	}
+	return nil
+}

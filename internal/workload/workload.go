@@ -1,0 +1,195 @@
+// Package workload creates the StatefulSets a scenario churns and watches
+// their pods. It is the harness's view of the workload through the API.
+package workload
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync"
+	"time"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
+	"k8s.io/client-go/tools/cache"
+	"sigs.k8s.io/yaml"
+
+	"github.com/strandlab/strandlab/manifests"
+)
+
+// LabelStatefulSet marks the pods of a strandlab StatefulSet.
+const LabelStatefulSet = "strandlab.io/statefulset"
+
+// StatefulSet describes one StatefulSet to create.
+type StatefulSet struct {
+	Namespace string
+	Name      string
+	Replicas  int32
+}
+
+// Create creates the namespace (if needed), a headless Service and the
+// StatefulSet. Pods are managed in parallel so one slow pod does not hold
+// back the others' replacements.
+func Create(ctx context.Context, client kubernetes.Interface, s StatefulSet) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.Namespace}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", s.Namespace, err)
+	}
+	labels := map[string]string{LabelStatefulSet: s.Name}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace},
+		Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels, Ports: []corev1.ServicePort{{Name: "web", Port: 80}}},
+	}
+	if _, err := client.CoreV1().Services(s.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create service %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	sts, err := statefulSetFromManifest(s)
+	if err != nil {
+		return err
+	}
+	if _, err := client.AppsV1().StatefulSets(s.Namespace).Create(ctx, sts, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create statefulset %s/%s: %w", s.Namespace, s.Name, err)
+	}
+	return nil
+}
+
+// statefulSetFromManifest reads manifests/statefulset.yaml and applies s's
+// name, namespace, replicas and selector label.
+func statefulSetFromManifest(s StatefulSet) (*appsv1.StatefulSet, error) {
+	var sts appsv1.StatefulSet
+	if err := yaml.UnmarshalStrict(manifests.StatefulSet, &sts); err != nil {
+		return nil, fmt.Errorf("manifests/statefulset.yaml: %w", err)
+	}
+	labels := map[string]string{LabelStatefulSet: s.Name}
+	sts.Name, sts.Namespace = s.Name, s.Namespace
+	sts.Spec.Replicas = &s.Replicas
+	sts.Spec.ServiceName = s.Name
+	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
+	sts.Spec.Template.Labels = labels
+	return &sts, nil
+}
+
+// PodName is the name of the StatefulSet's pod with the given ordinal.
+func PodName(sts string, ordinal int) string { return sts + "-" + strconv.Itoa(ordinal) }
+
+// Pods watches the pods of a namespace through an informer and lets callers
+// wait for a condition without polling the API server.
+type Pods struct {
+	lister corelisters.PodNamespaceLister
+	synced cache.InformerSynced
+
+	mu        sync.Mutex
+	changed   chan struct{} // closed and replaced on every pod event
+	firstSeen map[types.UID]time.Time
+}
+
+// WatchPods starts watching the pods of namespace until ctx ends.
+func WatchPods(ctx context.Context, client kubernetes.Interface, namespace string) (*Pods, error) {
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
+	inf := factory.Core().V1().Pods()
+	p := &Pods{lister: inf.Lister().Pods(namespace), synced: inf.Informer().HasSynced,
+		changed: make(chan struct{}), firstSeen: map[types.UID]time.Time{}}
+	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc: func(o any) {
+			p.mu.Lock()
+			p.firstSeen[o.(*corev1.Pod).UID] = time.Now()
+			p.mu.Unlock()
+			p.notify()
+		},
+		UpdateFunc: func(_, o any) { p.notify() },
+		DeleteFunc: func(o any) {
+			if pod, ok := o.(*corev1.Pod); ok {
+				p.mu.Lock()
+				delete(p.firstSeen, pod.UID)
+				p.mu.Unlock()
+			}
+			p.notify()
+		},
+	}); err != nil {
+		return nil, err
+	}
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), p.synced) {
+		return nil, fmt.Errorf("pod informer for %s did not sync: %w", namespace, ctx.Err())
+	}
+	return p, nil
+}
+
+func (p *Pods) notify() {
+	p.mu.Lock()
+	close(p.changed)
+	p.changed = make(chan struct{})
+	p.mu.Unlock()
+}
+
+// FirstSeen is when the harness first saw the pod with uid (zero if never
+// or already deleted).
+func (p *Pods) FirstSeen(uid types.UID) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.firstSeen[uid]
+}
+
+// Get returns the cached pod, or nil.
+func (p *Pods) Get(name string) *corev1.Pod {
+	pod, err := p.lister.Get(name)
+	if err != nil {
+		return nil
+	}
+	return pod
+}
+
+// List returns the cached pods matching selector.
+func (p *Pods) List(selector labels.Selector) []*corev1.Pod {
+	pods, _ := p.lister.List(selector)
+	return pods
+}
+
+// WaitFor blocks until cond holds on the cached pods, re-evaluating it on
+// every pod event, or until ctx ends.
+func (p *Pods) WaitFor(ctx context.Context, cond func(*Pods) bool) error {
+	for {
+		p.mu.Lock()
+		ch := p.changed
+		p.mu.Unlock()
+		if cond(p) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// IsRunning reports whether pod is Running, Ready and not terminating.
+func IsRunning(pod *corev1.Pod) bool {
+	if pod == nil || pod.DeletionTimestamp != nil || pod.Status.Phase != corev1.PodRunning {
+		return false
+	}
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// RunningSince returns when pod became Ready (its Ready condition's
+// transition time), or zero.
+func RunningSince(pod *corev1.Pod) time.Time {
+	for _, c := range pod.Status.Conditions {
+		if c.Type == corev1.PodReady && c.Status == corev1.ConditionTrue {
+			return c.LastTransitionTime.Time
+		}
+	}
+	return time.Time{}
+}
