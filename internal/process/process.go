@@ -17,6 +17,7 @@ import (
 	"syscall"
 	"time"
 
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
 )
 
@@ -214,22 +215,38 @@ func KillFromPIDFile(ctx context.Context, path string, grace time.Duration) erro
 	for i := len(pids) - 1; i >= 0; i-- {
 		_ = syscall.Kill(-pids[i], syscall.SIGTERM)
 	}
-	deadline := time.Now().Add(grace)
+	// These processes are not our children (their harness has exited), so
+	// there is no wait(): poll, with a deadline.
+	waitGone := func(pid int, d time.Duration) {
+		_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, d, true, func(context.Context) (bool, error) {
+			return !Alive(pid), nil
+		})
+	}
 	for _, pid := range pids {
-		for Alive(pid) && time.Now().Before(deadline) && ctx.Err() == nil {
-			time.Sleep(50 * time.Millisecond) // polling another session's pid: no wait() possible
-		}
+		waitGone(pid, grace)
 		if Alive(pid) {
 			_ = syscall.Kill(-pid, syscall.SIGKILL)
+			waitGone(pid, 5*time.Second)
 		}
 	}
 	return os.Remove(path)
 }
 
-// Alive reports whether a process with pid exists (and is not a zombie we
-// could reap: signal 0 only checks existence).
+// Alive reports whether a process with pid exists and has not exited. A
+// zombie (exited, not yet reaped by its new parent) counts as exited.
 func Alive(pid int) bool {
-	return syscall.Kill(pid, 0) == nil
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// Format: pid (comm) state ...; comm may contain spaces or parentheses.
+	if i := strings.LastIndexByte(string(stat), ')'); i >= 0 && i+2 < len(stat) {
+		return stat[i+2] != 'Z'
+	}
+	return true
 }
 
 // Tail returns the last n lines of a file, or a note when it cannot be read.

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"reflect"
 	"regexp"
 
 	"sigs.k8s.io/yaml"
@@ -75,6 +76,13 @@ func Load(path string) (*Scenario, error) {
 func Parse(data []byte) (*Scenario, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, errors.New("empty scenario")
+	}
+	var doc any
+	if err := yaml.Unmarshal(data, &doc); err != nil {
+		return nil, err
+	}
+	if err := checkUnknownFields(doc, reflect.TypeFor[Scenario](), ""); err != nil {
+		return nil, err
 	}
 	var s Scenario
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {

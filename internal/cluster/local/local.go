@@ -306,7 +306,7 @@ func Down(ctx context.Context, dir string) error {
 	if _, err := os.Stat(filepath.Join(dir, ownerFile)); err != nil {
 		return fmt.Errorf("%s is not a strandlab cluster directory: %w", dir, err)
 	}
-	if err := process.KillFromPIDFile(ctx, filepath.Join(dir, pidFile), 10*time.Second); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := process.KillFromPIDFile(ctx, filepath.Join(dir, pidFile), 3*time.Second); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return err
 	}
 	return os.RemoveAll(dir)

@@ -1,0 +1,410 @@
+// Package cli tests `strandlab run` as a user runs it: the binary, its output,
+// its report files, its exit status, and what it leaves behind — after a
+// normal run, with --keep, after Ctrl-C and after being killed.
+package cli
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/strandlab/strandlab/internal/process"
+	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/upstream"
+)
+
+var (
+	repoRoot  string
+	strandlab string // the built CLI
+)
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	if !testing.Short() {
+		if err := setup(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+	}
+	os.Exit(m.Run())
+}
+
+func setup() error {
+	wd, _ := os.Getwd()
+	var err error
+	if repoRoot, err = upstream.RepoRoot(wd); err != nil {
+		return err
+	}
+	// Build the upstream binaries once, here, so the runs below only start clusters.
+	if _, err := upstream.Ensure(context.Background(), repoRoot, os.Stderr); err != nil {
+		return err
+	}
+	dir, err := os.MkdirTemp("", "strandlab-cli-bin-")
+	if err != nil {
+		return err
+	}
+	strandlab = filepath.Join(dir, "strandlab")
+	cmd := exec.Command("go", "build", "-o", strandlab, "./tools/strandlab")
+	cmd.Dir, cmd.Stderr = repoRoot, os.Stderr
+	return cmd.Run()
+}
+
+// run is a started `strandlab run` whose output is captured line by line.
+type run struct {
+	cmd    *exec.Cmd
+	output string // the --output directory
+	mu     sync.Mutex
+	stdout []string
+	stderr []string
+	lines  chan string // every stderr line, as it comes
+	done   chan struct{}
+}
+
+func start(t *testing.T, args ...string) *run {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts real clusters")
+	}
+	out := t.TempDir()
+	r := &run{output: out, lines: make(chan string, 1000), done: make(chan struct{})}
+	r.cmd = exec.Command(strandlab, append([]string{"run", "--output", out}, args...)...)
+	r.cmd.Dir = repoRoot
+	stdout, _ := r.cmd.StdoutPipe()
+	stderr, _ := r.cmd.StderrPipe()
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var wg sync.WaitGroup
+	wg.Add(2)
+	collect := func(rd io.Reader, dst *[]string, ch chan string) {
+		defer wg.Done()
+		sc := bufio.NewScanner(rd)
+		for sc.Scan() {
+			r.mu.Lock()
+			*dst = append(*dst, sc.Text())
+			r.mu.Unlock()
+			if ch != nil {
+				select {
+				case ch <- sc.Text():
+				default:
+				}
+			}
+		}
+	}
+	go collect(stdout, &r.stdout, nil)
+	go collect(stderr, &r.stderr, r.lines)
+	go func() { wg.Wait(); close(r.done) }()
+	t.Cleanup(func() {
+		if r.cmd.ProcessState == nil {
+			_ = r.cmd.Process.Kill()
+			_ = r.cmd.Wait()
+		}
+	})
+	return r
+}
+
+// waitForLine blocks until a stderr line contains s.
+func (r *run) waitForLine(t *testing.T, s string, timeout time.Duration) string {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l := <-r.lines:
+			if strings.Contains(l, s) {
+				return l
+			}
+		case <-r.done:
+			t.Fatalf("output ended before %q:\n%s", s, r.text())
+		case <-deadline:
+			t.Fatalf("no %q within %v:\n%s", s, timeout, r.text())
+		}
+	}
+}
+
+func (r *run) wait(t *testing.T) int {
+	t.Helper()
+	<-r.done
+	err := r.cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); ok {
+		return ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return 0
+}
+
+func (r *run) text() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return "stdout:\n" + strings.Join(r.stdout, "\n") + "\nstderr:\n" + strings.Join(r.stderr, "\n")
+}
+
+func (r *run) lastStdoutLine() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.stdout) == 0 {
+		return ""
+	}
+	return r.stdout[len(r.stdout)-1]
+}
+
+func readReport(t *testing.T, path string) *report.Report {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r report.Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r
+}
+
+// The done-when of the foundation: the smoke scenario runs 20 cycles, writes
+// the contract report and prints its path last.
+func TestSmokeRunWritesTheReport(t *testing.T) {
+	r := start(t, "--scenario", "scenarios/smoke.yaml")
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, r.text())
+	}
+	path := r.lastStdoutLine()
+	if !strings.HasPrefix(path, filepath.Join(r.output, "reports")) || !strings.HasSuffix(path, "report.json") {
+		t.Fatalf("last line %q is not the report path", path)
+	}
+	rep := readReport(t, path)
+	if !rep.Complete || rep.Interrupted {
+		t.Errorf("report not complete: complete=%v interrupted=%v", rep.Complete, rep.Interrupted)
+	}
+	if rep.KubernetesVersion != "v1.37.2" || rep.ClusterStartSeconds <= 0 {
+		t.Errorf("kubernetes_version %q, cluster_start_seconds %v", rep.KubernetesVersion, rep.ClusterStartSeconds)
+	}
+	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet-sim"} {
+		if rep.Components[c].Version == "" {
+			t.Errorf("component %s missing from the report", c)
+		}
+	}
+	if len(rep.Builds) != 1 || rep.Builds[0].Cycles != 20 || rep.Builds[0].CyclesNotRunning != 0 {
+		t.Fatalf("builds: %+v", rep.Builds)
+	}
+	for _, c := range rep.Builds[0].CycleLog {
+		if c.Outcome != "running" || c.DeleteToRunning <= 0 {
+			t.Errorf("cycle %d: %+v", c.Index, c)
+		}
+	}
+	for _, f := range []string{"report.json", "report.md"} {
+		if _, err := os.Stat(filepath.Join(r.output, "reports", "latest", f)); err != nil {
+			t.Errorf("latest/%s: %v", f, err)
+		}
+	}
+	assertNothingLeft(t, r)
+}
+
+var keptRe = regexp.MustCompile(`kubeconfig: (\S+)`)
+var downRe = regexp.MustCompile(`strandlab down (\S+)`)
+
+func TestKeepLeavesAUsableCluster(t *testing.T) {
+	r := start(t, "--scenario", "scenarios/smoke.yaml", "--cycles", "1", "--keep")
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, r.text())
+	}
+	m, d := keptRe.FindStringSubmatch(r.text()), downRe.FindStringSubmatch(r.text())
+	if m == nil || d == nil {
+		t.Fatalf("no kubeconfig path / down command printed:\n%s", r.text())
+	}
+	dir := d[1]
+	t.Cleanup(func() { _ = exec.Command(strandlab, "down", dir).Run() })
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", m[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := kubernetes.NewForConfigOrDie(cfg)
+	ctx := context.Background()
+	nodes, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil || len(nodes.Items) != 3 {
+		t.Fatalf("list nodes through the kept kubeconfig: %d nodes, %v", len(nodes.Items), err)
+	}
+	pods, err := client.CoreV1().Pods("strandlab").List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 3 {
+		t.Fatalf("list pods: %d, %v", len(pods.Items), err)
+	}
+	if kubectl, err := exec.LookPath("kubectl"); err == nil {
+		out, err := exec.Command(kubectl, "--kubeconfig", m[1], "get", "nodes", "-o", "name").CombinedOutput()
+		if err != nil || strings.Count(string(out), "node/") != 3 {
+			t.Errorf("kubectl get nodes: %v\n%s", err, out)
+		}
+	}
+
+	pids := pidsOf(t, filepath.Join(dir, "pids"))
+	if out, err := exec.Command(strandlab, "down", dir).CombinedOutput(); err != nil {
+		t.Fatalf("strandlab down: %v\n%s", err, out)
+	}
+	for name, pid := range pids {
+		if process.Alive(pid) {
+			t.Errorf("%s (pid %d) still running after down", name, pid)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("%s not removed by down", dir)
+	}
+}
+
+func TestCtrlCWritesAPartialReportAndCleansUp(t *testing.T) {
+	r := start(t, "--scenario", "scenarios/smoke.yaml", "--cycles", "100000")
+	r.waitForLine(t, ">> churning", 3*time.Minute)
+	dir := clusterDir(t, r)
+	pids := pidsOf(t, filepath.Join(dir, "pids"))
+	r.waitForLine(t, "cycles ", time.Minute) // at least one progress tick
+	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t); code != 130 {
+		t.Errorf("exit %d after Ctrl-C, want 130:\n%s", code, r.text())
+	}
+	rep := readReport(t, r.lastStdoutLine())
+	if !rep.Interrupted || rep.Complete {
+		t.Errorf("report: interrupted=%v complete=%v", rep.Interrupted, rep.Complete)
+	}
+	if len(rep.Builds) != 1 || rep.Builds[0].Cycles == 0 {
+		t.Errorf("partial report has no cycles: %+v", rep.Builds)
+	}
+	for name, pid := range pids {
+		if process.Alive(pid) {
+			t.Errorf("%s (pid %d) still running after Ctrl-C", name, pid)
+		}
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("state directory %s left after Ctrl-C", dir)
+	}
+}
+
+// A harness that dies without running any deferred code (SIGKILL, or a panic
+// in a goroutine) must not leave components running.
+func TestKilledHarnessLeavesNothingRunning(t *testing.T) {
+	r := start(t, "--scenario", "scenarios/smoke.yaml", "--cycles", "100000")
+	r.waitForLine(t, ">> churning", 3*time.Minute)
+	dir := clusterDir(t, r)
+	pids := pidsOf(t, filepath.Join(dir, "pids"))
+	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r.wait(t)
+	err := wait.PollUntilContextTimeout(context.Background(), 100*time.Millisecond, 15*time.Second, true, func(context.Context) (bool, error) {
+		for _, pid := range pids {
+			if process.Alive(pid) {
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Errorf("components still running after the harness was killed: %v", pids)
+	}
+	// The next run sweeps the dead harness's state directory.
+	r2 := start(t, "--scenario", "scenarios/smoke.yaml", "--cycles", "1")
+	if code := r2.wait(t); code != 0 {
+		t.Fatalf("next run failed: %d\n%s", code, r2.text())
+	}
+	if _, err := os.Stat(dir); !os.IsNotExist(err) {
+		t.Errorf("state directory %s of the killed harness not swept", dir)
+	}
+}
+
+func TestBadInputFailsBeforeAnyCluster(t *testing.T) {
+	bad := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(bad, []byte("cluster:\n  nodes: 3\n  nodez: 4\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"unknown scenario field", []string{"--scenario", bad}, "nodez"},
+		{"unknown build", []string{"--builds", "nope"}, `build "nope"`},
+		{"cycles out of range", []string{"--cycles", "2000000"}, "churn.cycles"},
+		{"unknown provider", []string{"--provider", "minikube"}, "cluster.provider"},
+		{"missing file", []string{"--scenario", "does/not/exist.yaml"}, "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := start(t, tc.args...)
+			if code := r.wait(t); code != 1 {
+				t.Errorf("exit %d, want 1", code)
+			}
+			if !strings.Contains(r.text(), tc.want) {
+				t.Errorf("error does not name %q:\n%s", tc.want, r.text())
+			}
+			if strings.Contains(r.text(), "starting a") {
+				t.Errorf("a cluster was started for bad input:\n%s", r.text())
+			}
+			if entries, _ := os.ReadDir(r.output); len(entries) != 0 {
+				t.Errorf("bad input wrote %v", entries)
+			}
+		})
+	}
+}
+
+// clusterDir finds the state directory of the run's cluster from its pid file
+// owner: the only strandlab dir owned by this run's pid.
+func clusterDir(t *testing.T, r *run) string {
+	t.Helper()
+	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "strandlab-*"))
+	for _, m := range matches {
+		data, err := os.ReadFile(filepath.Join(m, "owner"))
+		if err == nil && strings.TrimSpace(string(data)) == strconv.Itoa(r.cmd.Process.Pid) {
+			return m
+		}
+	}
+	t.Fatalf("no cluster directory owned by pid %d", r.cmd.Process.Pid)
+	return ""
+}
+
+func pidsOf(t *testing.T, path string) map[string]int {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]int{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 2 {
+			pid, _ := strconv.Atoi(f[1])
+			out[f[0]] = pid
+		}
+	}
+	if len(out) < 5 {
+		t.Fatalf("pid file lists %d components: %s", len(out), data)
+	}
+	return out
+}
+
+// assertNothingLeft checks that no component process of the run survives.
+func assertNothingLeft(t *testing.T, r *run) {
+	t.Helper()
+	out, _ := exec.Command("pgrep", "-f", r.output).Output()
+	if len(bytes.TrimSpace(out)) > 0 {
+		t.Errorf("processes still running with the run's output dir in their command line: %s", out)
+	}
+}

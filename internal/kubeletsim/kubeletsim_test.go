@@ -1,0 +1,227 @@
+package kubeletsim
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
+)
+
+// gateVolumes is a volume manager whose mounts complete only when released.
+type gateVolumes struct {
+	release   chan struct{}
+	unmounted atomic.Int32
+	waits     atomic.Int32
+}
+
+func (g *gateVolumes) WaitForAttachAndMount(ctx context.Context, _ *corev1.Pod) error {
+	g.waits.Add(1)
+	select {
+	case <-g.release:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+func (g *gateVolumes) UnmountPodVolumes(context.Context, *corev1.Pod) error {
+	g.unmounted.Add(1)
+	return nil
+}
+func (g *gateVolumes) VolumesInUse() []corev1.UniqueVolumeName { return nil }
+func (g *gateVolumes) Changed() <-chan struct{}                { return nil }
+
+func startNode(t *testing.T, client *fake.Clientset, vols VolumeManager) context.CancelFunc {
+	t.Helper()
+	n, err := NewNode(Config{NodeName: "node-1", Client: client, KubeletVersion: "v1.37.2", Volumes: vols})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() { defer wg.Done(); _ = n.Run(ctx) }()
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return cancel
+}
+
+func boundPod(name string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "ns", UID: types.UID("uid-" + name)},
+		Spec:       corev1.PodSpec{NodeName: "node-1", Containers: []corev1.Container{{Name: "app", Image: "img"}}},
+	}
+}
+
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		return cond(), nil
+	})
+	if err != nil {
+		t.Fatalf("timed out waiting for %s", what)
+	}
+}
+
+func getPod(client *fake.Clientset, name string) *corev1.Pod {
+	p, err := client.CoreV1().Pods("ns").Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		return nil
+	}
+	return p
+}
+
+func TestNodeRegistersWithStatusAndLease(t *testing.T) {
+	client := fake.NewClientset()
+	startNode(t, client, nil)
+	eventually(t, "node Ready", func() bool {
+		n, err := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
+		if err != nil {
+			return false
+		}
+		for _, c := range n.Status.Conditions {
+			if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+				return true
+			}
+		}
+		return false
+	})
+	n, _ := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
+	if n.Annotations[ControllerManagedAttachAnnotation] != "true" {
+		t.Errorf("annotations %v", n.Annotations)
+	}
+	if n.Status.Capacity.Pods().Value() != 110 || n.Status.NodeInfo.KubeletVersion != "v1.37.2" {
+		t.Errorf("status %+v", n.Status)
+	}
+	eventually(t, "node lease", func() bool {
+		_, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(context.Background(), "node-1", metav1.GetOptions{})
+		return err == nil
+	})
+}
+
+func TestPodLifecycle(t *testing.T) {
+	tests := []struct {
+		name string
+		// failPatches makes the first n pod status patches fail with a 500.
+		failPatches int32
+		// deleteWhileMounting deletes the pod before its volumes are released.
+		deleteWhileMounting bool
+	}{
+		{name: "pod starts once volumes are mounted, then graceful deletion"},
+		{name: "status patch errors are retried", failPatches: 2},
+		{name: "pod deleted while its volumes are still attaching never runs", deleteWhileMounting: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			var failed atomic.Int32
+			var deletes []metav1.DeleteOptions
+			var mu sync.Mutex
+			client.PrependReactor("patch", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				if failed.Load() < tc.failPatches {
+					failed.Add(1)
+					return true, nil, apierrors.NewInternalError(errors.New("injected"))
+				}
+				return false, nil, nil
+			})
+			client.PrependReactor("delete", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+				mu.Lock()
+				deletes = append(deletes, a.(clienttesting.DeleteActionImpl).DeleteOptions)
+				mu.Unlock()
+				return false, nil, nil
+			})
+			vols := &gateVolumes{release: make(chan struct{})}
+			startNode(t, client, vols)
+
+			pod := boundPod("web-0")
+			if _, err := client.CoreV1().Pods("ns").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "ContainerCreating while volumes mount", func() bool {
+				p := getPod(client, "web-0")
+				return p != nil && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+					p.Status.ContainerStatuses[0].State.Waiting.Reason == "ContainerCreating" && p.Status.Phase == corev1.PodPending
+			})
+			eventually(t, "volume wait started", func() bool { return vols.waits.Load() > 0 })
+
+			if !tc.deleteWhileMounting {
+				close(vols.release)
+				eventually(t, "Running", func() bool {
+					p := getPod(client, "web-0")
+					return p != nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" &&
+						len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].Ready
+				})
+			}
+
+			// Graceful deletion as the API server records it: deletionTimestamp set.
+			p := getPod(client, "web-0")
+			now := metav1.Now()
+			grace := int64(30)
+			p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+			if _, err := client.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			eventually(t, "deletion confirmed", func() bool { return getPod(client, "web-0") == nil })
+			if vols.unmounted.Load() == 0 {
+				t.Error("volumes were not unmounted before the deletion was confirmed")
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(deletes) != 1 || deletes[0].GracePeriodSeconds == nil || *deletes[0].GracePeriodSeconds != 0 ||
+				deletes[0].Preconditions == nil || deletes[0].Preconditions.UID == nil {
+				t.Errorf("deletion not confirmed with grace 0 and a UID precondition: %+v", deletes)
+			}
+			if tc.failPatches > 0 && failed.Load() < tc.failPatches {
+				t.Errorf("only %d injected failures were hit", failed.Load())
+			}
+		})
+	}
+}
+
+// The node status patch must never carry fields the kubelet does not own,
+// such as status.volumesAttached written by the attach/detach controller.
+func TestNodeStatusPatchLeavesVolumesAttachedAlone(t *testing.T) {
+	client := fake.NewClientset()
+	var patches [][]byte
+	var mu sync.Mutex
+	client.PrependReactor("patch", "nodes", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		patches = append(patches, a.(clienttesting.PatchActionImpl).Patch)
+		mu.Unlock()
+		return false, nil, nil
+	})
+	n, err := NewNode(Config{NodeName: "node-1", Client: client, KubeletVersion: "v1.37.2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1"},
+		Status: corev1.NodeStatus{VolumesAttached: []corev1.AttachedVolume{{Name: "kubernetes.io/csi/d^v1", DevicePath: ""}}}}
+	if _, err := client.CoreV1().Nodes().Create(context.Background(), node, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	n.cfg.setDefaults()
+	if err := n.updateNodeStatus(context.Background(), true); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
+	if len(got.Status.VolumesAttached) != 1 {
+		t.Errorf("volumesAttached changed by the kubelet: %+v", got.Status.VolumesAttached)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	for _, p := range patches {
+		if strings.Contains(string(p), "volumesAttached") {
+			t.Errorf("patch touches volumesAttached: %s", p)
+		}
+	}
+}

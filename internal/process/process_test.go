@@ -1,0 +1,148 @@
+package process
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"k8s.io/apimachinery/pkg/util/wait"
+)
+
+func shell(t *testing.T, name, script string) Spec {
+	return Spec{Name: name, Path: "/bin/sh", Args: []string{"-c", script}, LogFile: filepath.Join(t.TempDir(), name+".log")}
+}
+
+func TestWaitReady(t *testing.T) {
+	tests := []struct {
+		name    string
+		script  string
+		check   func(context.Context) error
+		timeout time.Duration
+		wantErr []string // substrings; nil means success
+	}{
+		{
+			name:   "ready check passes",
+			script: "sleep 30",
+			check:  func(context.Context) error { return nil },
+		},
+		{
+			name:    "process dies first: error names it and carries its log tail",
+			script:  "echo 'flag provided but not defined: -bogus'; exit 3",
+			check:   func(context.Context) error { return os.ErrNotExist },
+			timeout: 30 * time.Second,
+			wantErr: []string{"comp exited", "exit status 3", "flag provided but not defined: -bogus"},
+		},
+		{
+			name:    "never ready: times out with the last check error",
+			script:  "echo still starting; sleep 30",
+			check:   func(context.Context) error { return os.ErrDeadlineExceeded },
+			timeout: 300 * time.Millisecond,
+			wantErr: []string{"comp not ready", "still starting"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			g := &Group{}
+			defer g.Stop(time.Second)
+			p, err := g.Start(shell(t, "comp", tc.script))
+			if err != nil {
+				t.Fatal(err)
+			}
+			timeout := tc.timeout
+			if timeout == 0 {
+				timeout = 10 * time.Second
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			defer cancel()
+			err = p.WaitReady(ctx, 20*time.Millisecond, tc.check)
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestStopKillsTheWholeProcessGroup(t *testing.T) {
+	g := &Group{PIDFile: filepath.Join(t.TempDir(), "pids")}
+	spec := shell(t, "parent", "sleep 1000 & echo child=$!; trap '' TERM; while :; do sleep 0.05; done")
+	p, err := g.Start(spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var child int
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		data, _ := os.ReadFile(spec.LogFile)
+		for _, line := range strings.Split(string(data), "\n") {
+			if v, ok := strings.CutPrefix(line, "child="); ok {
+				child, _ = strconv.Atoi(v)
+				return true, nil
+			}
+		}
+		return false, nil
+	})
+	if err != nil {
+		t.Fatal("child pid never logged")
+	}
+	if _, err := os.Stat(g.PIDFile); err != nil {
+		t.Fatalf("pid file not written: %v", err)
+	}
+	start := time.Now()
+	if err := g.Stop(200 * time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("Stop took %v for a process ignoring SIGTERM with 200ms grace", d)
+	}
+	select {
+	case <-p.Exited():
+	default:
+		t.Error("parent still running")
+	}
+	// The grandchild was reparented; give the kernel a moment to deliver.
+	err = wait.PollUntilContextTimeout(context.Background(), 20*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return !Alive(child), nil
+	})
+	if err != nil {
+		t.Errorf("grandchild %d survived Stop", child)
+	}
+	if _, err := os.Stat(g.PIDFile); !os.IsNotExist(err) {
+		t.Errorf("pid file left: %v", err)
+	}
+	if len(g.Running()) != 0 {
+		t.Errorf("Running() = %v after Stop", g.Running())
+	}
+}
+
+func TestTail(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "log")
+	if err := os.WriteFile(path, []byte("a\nb\nc\nd\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		n    int
+		want string
+	}{{2, "c\nd"}, {10, "a\nb\nc\nd"}, {1, "d"}}
+	for _, tc := range tests {
+		if got := Tail(path, tc.n); got != tc.want {
+			t.Errorf("Tail(%d) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+	if got := Tail(filepath.Join(t.TempDir(), "missing"), 3); !strings.Contains(got, "cannot read") {
+		t.Errorf("Tail of a missing file = %q", got)
+	}
+}

@@ -1,0 +1,84 @@
+package report
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strandlab/strandlab/internal/churn"
+)
+
+func TestBuildFromChurn(t *testing.T) {
+	ms := time.Millisecond
+	res := churn.Result{Elapsed: 2 * time.Second, Cycles: []churn.Cycle{
+		{Outcome: churn.Running, OldNode: "n1", NewNode: "n1", CreateToRunning: 10 * ms, DeleteToRunning: 100 * ms},
+		{Outcome: churn.Running, OldNode: "n2", NewNode: "n3", CreateToRunning: 30 * ms, DeleteToRunning: 300 * ms},
+		{Outcome: churn.Running, OldNode: "n1", NewNode: "n1", CreateToRunning: 20 * ms, DeleteToRunning: 200 * ms},
+		{Outcome: churn.TimedOut, OldNode: "n1"},
+	}}
+	b := BuildFromChurn("stock", Provenance{Module: "m"}, res)
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"cycles", b.Cycles, 4},
+		{"not running", b.CyclesNotRunning, 1},
+		{"cycles per second", b.CyclesPerSecond, 2.0},
+		{"to-running p50", b.AttachToRunningMS.P50, 20.0},
+		{"to-running p99", b.AttachToRunningMS.P99, 30.0},
+		{"delete-to-running p50", b.DeleteToRunningMS.P50, 200.0},
+		{"same node ratio over the cycles that ran", b.PinningSameNodeRatio, 2.0 / 3},
+		{"no strandings", b.StrandedRate, 0.0},
+		{"interval upper bound is informative", b.StrandedRateCI95[1] > 0 && b.StrandedRateCI95[1] < 1, true},
+	}
+	for _, tc := range tests {
+		if tc.got != tc.want {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func TestWriteIsCompleteAndCopiedToLatest(t *testing.T) {
+	dir := t.TempDir()
+	runDir, latest := filepath.Join(dir, "run-1"), filepath.Join(dir, "latest")
+	r := &Report{RunID: "run-1", Scenario: "smoke", Provider: "local", Seed: 1, KubernetesVersion: "v1.37.2",
+		Components: map[string]Component{"etcd": {Version: "3.7.0"}},
+		Builds:     []Build{BuildFromChurn("stock", Provenance{Module: "m"}, churn.Result{})}, Complete: true}
+	if err := Write(r, runDir, latest); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{runDir, latest} {
+		data, err := os.ReadFile(filepath.Join(d, "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var generic map[string]any
+		if err := json.Unmarshal(data, &generic); err != nil {
+			t.Fatal(err)
+		}
+		// The contract's field names (DESIGN.md).
+		for _, k := range []string{"scenario", "provider", "seed", "kubernetes_version", "cluster_start_seconds", "components", "builds"} {
+			if _, ok := generic[k]; !ok {
+				t.Errorf("%s/report.json lacks %q", d, k)
+			}
+		}
+		build := generic["builds"].([]any)[0].(map[string]any)
+		for _, k := range []string{"name", "provenance", "cycles", "stranded", "safety_violations", "stranded_rate", "stranded_rate_ci95",
+			"cycles_per_second", "attach_to_running_ms", "api_requests_per_cycle", "pinning_same_node_ratio", "proxy", "strandings"} {
+			if _, ok := build[k]; !ok {
+				t.Errorf("build lacks %q", k)
+			}
+		}
+		md, err := os.ReadFile(filepath.Join(d, "report.md"))
+		if err != nil || !strings.Contains(string(md), "| stock |") {
+			t.Errorf("report.md: %v\n%s", err, md)
+		}
+		entries, _ := os.ReadDir(d)
+		if len(entries) != 2 {
+			t.Errorf("%s holds %d files (temporary files left?)", d, len(entries))
+		}
+	}
+}

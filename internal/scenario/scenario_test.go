@@ -1,0 +1,88 @@
+package scenario
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+const valid = `
+name: t
+seed: 7
+cluster: {nodes: 3}
+workload:
+  statefulSets:
+  - {name: web, replicas: 3}
+churn: {cycles: 20}
+`
+
+func TestParseAppliesDefaults(t *testing.T) {
+	s, err := Parse([]byte(valid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Cluster.Provider != "local" || s.Churn.CycleTimeout.Duration != 2*time.Minute || len(s.Builds) != 1 || s.Builds[0] != "stock" {
+		t.Errorf("defaults: provider %q timeout %v builds %v", s.Cluster.Provider, s.Churn.CycleTimeout, s.Builds)
+	}
+	if s.Seed != 7 || s.Churn.Cycles != 20 || s.Workload.StatefulSets[0].Replicas != 3 {
+		t.Errorf("values: %+v", s)
+	}
+}
+
+func TestParseRejectsBadInputNamingTheField(t *testing.T) {
+	tests := []struct {
+		name, yaml, want string
+	}{
+		{"empty", "", "empty scenario"},
+		{"unknown top-level field", valid + "extra: 1\n", "extra: unknown field"},
+		{"unknown nested field", strings.Replace(valid, "nodes: 3", "nodes: 3, nodez: 4", 1), "cluster.nodez: unknown field"},
+		{"nodes out of range", strings.Replace(valid, "nodes: 3", "nodes: 0", 1), "cluster.nodes"},
+		{"bad provider", strings.Replace(valid, "nodes: 3", "nodes: 3, provider: minikube", 1), "cluster.provider"},
+		{"no statefulsets", "cluster: {nodes: 1}\nchurn: {cycles: 1}\n", "workload.statefulSets"},
+		{"bad statefulset name", strings.Replace(valid, "name: web", "name: Web_1", 1), "workload.statefulSets[0].name"},
+		{"duplicate statefulset", strings.Replace(valid, "- {name: web, replicas: 3}", "- {name: web, replicas: 3}\n  - {name: web, replicas: 1}", 1), "workload.statefulSets[1].name"},
+		{"replicas out of range", strings.Replace(valid, "replicas: 3", "replicas: 0", 1), "workload.statefulSets[0].replicas"},
+		{"negative cycles", strings.Replace(valid, "cycles: 20", "cycles: -1", 1), "churn.cycles"},
+		{"bad duration", strings.Replace(valid, "cycles: 20", "cycles: 20, cycleTimeout: soon", 1), "soon"},
+		{"duration out of range", strings.Replace(valid, "cycles: 20", "cycles: 20, cycleTimeout: 10ms", 1), "churn.cycleTimeout"},
+		{"wrong type", strings.Replace(valid, "seed: 7", "seed: seven", 1), "seed"},
+		{"bad build name", valid + "builds: [\"Stock!\"]\n", "builds[0]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Parse([]byte(tc.yaml))
+			if err == nil {
+				t.Fatal("accepted")
+			}
+			if !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %q does not name %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// Every shipped scenario must load.
+func TestShippedScenariosAreValid(t *testing.T) {
+	files, err := filepath.Glob("../../scenarios/*.yaml")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no scenarios found: %v", err)
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestLoadNamesTheFile(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "broken.yaml")
+	if err := os.WriteFile(path, []byte("cluster: [\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := Load(path)
+	if err == nil || !strings.Contains(err.Error(), path) {
+		t.Errorf("error %v does not name the file", err)
+	}
+}
