@@ -4,7 +4,19 @@ package manifests
 
 import _ "embed"
 
-// StatefulSet is manifests/statefulset.yaml.
-//
-//go:embed statefulset.yaml
-var StatefulSet []byte
+var (
+	// StatefulSet is statefulset.yaml: the churned workload.
+	//
+	//go:embed statefulset.yaml
+	StatefulSet []byte
+
+	// CSIRBAC is csi/rbac.yaml: the CSI sidecars' roles.
+	//
+	//go:embed csi/rbac.yaml
+	CSIRBAC []byte
+
+	// CSIDriver is csi/driver.yaml: CSIDriver and StorageClass.
+	//
+	//go:embed csi/driver.yaml
+	CSIDriver []byte
+)

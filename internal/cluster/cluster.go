@@ -21,6 +21,10 @@ type Spec struct {
 	OutputDir string
 	// Keep leaves the cluster running when the harness exits.
 	Keep bool
+	// CSIDriverName names strandlab's CSI driver (default hostpath.csi.k8s.io).
+	CSIDriverName string
+	// NodeStatusUpdateFrequency of the kubelets (default 10s, the kubelet's).
+	NodeStatusUpdateFrequency time.Duration
 	// ControllerManagerArgs are extra kube-controller-manager flags (a later
 	// flag of the same name wins over the provider's default).
 	ControllerManagerArgs []string

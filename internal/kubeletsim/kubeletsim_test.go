@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	clienttesting "k8s.io/client-go/testing"
+	"k8s.io/client-go/tools/record"
 )
 
 // gateVolumes is a volume manager whose mounts complete only when released.
@@ -39,8 +40,9 @@ func (g *gateVolumes) UnmountPodVolumes(context.Context, *corev1.Pod) error {
 	g.unmounted.Add(1)
 	return nil
 }
-func (g *gateVolumes) VolumesInUse() []corev1.UniqueVolumeName { return nil }
-func (g *gateVolumes) Changed() <-chan struct{}                { return nil }
+func (g *gateVolumes) VolumesInUse() []corev1.UniqueVolumeName              { return nil }
+func (g *gateVolumes) MarkVolumesAsReportedInUse([]corev1.UniqueVolumeName) {}
+func (g *gateVolumes) Start(context.Context, record.EventRecorder) error    { return nil }
 
 func startNode(t *testing.T, client *fake.Clientset, vols VolumeManager) context.CancelFunc {
 	t.Helper()

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/client-go/tools/record"
 )
 
 // VolumeManager is the part of the kubelet that attaches and mounts a pod's
@@ -18,9 +19,13 @@ type VolumeManager interface {
 	// VolumesInUse are the volumes the node reports in status.volumesInUse
 	// (upstream: VolumeManager.GetVolumesInUse).
 	VolumesInUse() []corev1.UniqueVolumeName
-	// Changed is signalled when VolumesInUse changed and the node status
-	// should be written now rather than at the next status update tick.
-	Changed() <-chan struct{}
+	// MarkVolumesAsReportedInUse tells which volumes the node status last
+	// written (or read) lists in volumesInUse; the reconciler verifies attach
+	// only for those (upstream: VolumeManager.MarkVolumesAsReportedInUse).
+	MarkVolumesAsReportedInUse([]corev1.UniqueVolumeName)
+	// Start runs the volume manager's loops until ctx ends; events go to
+	// recorder.
+	Start(ctx context.Context, recorder record.EventRecorder) error
 }
 
 // NoVolumes is the volume manager of a node whose pods need no attachable
@@ -30,4 +35,5 @@ type NoVolumes struct{}
 func (NoVolumes) WaitForAttachAndMount(context.Context, *corev1.Pod) error { return nil }
 func (NoVolumes) UnmountPodVolumes(context.Context, *corev1.Pod) error     { return nil }
 func (NoVolumes) VolumesInUse() []corev1.UniqueVolumeName                  { return nil }
-func (NoVolumes) Changed() <-chan struct{}                                 { return nil }
+func (NoVolumes) MarkVolumesAsReportedInUse([]corev1.UniqueVolumeName)     {}
+func (NoVolumes) Start(context.Context, record.EventRecorder) error        { return nil }

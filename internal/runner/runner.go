@@ -137,7 +137,8 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider cluster.Provider, build, outDir string,
 	rep *report.Report, save func() error, keep bool) (*report.Build, error) {
 	fmt.Fprintf(opts.Progress, ">> build %s: starting a %d-node %s cluster\n", build, sc.Cluster.Nodes, provider.Name())
-	c, err := provider.Start(ctx, cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep})
+	c, err := provider.Start(ctx, cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep,
+		CSIDriverName: sc.Cluster.CSIDriver, NodeStatusUpdateFrequency: sc.Cluster.NodeStatusUpdateFrequency.Duration})
 	if err != nil {
 		return nil, fmt.Errorf("build %s: start cluster: %w", build, err)
 	}
@@ -230,7 +231,8 @@ func createWorkload(ctx context.Context, client kubernetes.Interface, sc *scenar
 	}
 	var targets []churn.Target
 	for _, s := range sc.Workload.StatefulSets {
-		if err := workload.Create(ctx, client, workload.StatefulSet{Namespace: Namespace, Name: s.Name, Replicas: s.Replicas}); err != nil {
+		if err := workload.Create(ctx, client, workload.StatefulSet{Namespace: Namespace, Name: s.Name, Replicas: s.Replicas,
+			VolumesPerPod: s.VolumesPerPod, StorageClass: local.StorageClassName}); err != nil {
 			return nil, err
 		}
 		for o := 0; o < int(s.Replicas); o++ {

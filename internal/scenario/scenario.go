@@ -11,6 +11,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"time"
 
 	"sigs.k8s.io/yaml"
 )
@@ -32,6 +33,12 @@ type Cluster struct {
 	// Provider: local (default), kind or existing.
 	Provider string `json:"provider,omitempty"`
 	Nodes    int    `json:"nodes"`
+	// CSIDriver is the CSI driver's name (default hostpath.csi.k8s.io).
+	CSIDriver string `json:"csiDriver,omitempty"`
+	// NodeStatusUpdateFrequency of the (simulated) kubelets; default 10s as
+	// the kubelet's. Volumes a pod needs reach node.status.volumesInUse at
+	// this pace, which gates both attach verification and detach.
+	NodeStatusUpdateFrequency Duration `json:"nodeStatusUpdateFrequency,omitempty"`
 }
 
 // Workload is what runs on the cluster.
@@ -43,6 +50,8 @@ type Workload struct {
 type StatefulSet struct {
 	Name     string `json:"name"`
 	Replicas int32  `json:"replicas"`
+	// VolumesPerPod is the number of CSI volumes (PVCs) per pod.
+	VolumesPerPod int `json:"volumesPerPod,omitempty"`
 }
 
 // Churn is how pods are deleted and recreated.
@@ -57,7 +66,10 @@ type Churn struct {
 // Duration is a time.Duration written as "30s" in YAML.
 type Duration = durationValue
 
-var dnsLabel = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$`)
+var (
+	dnsLabel      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$`)
+	csiDriverName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$`)
+)
 
 // Load reads and validates a scenario file.
 func Load(path string) (*Scenario, error) {
@@ -117,6 +129,12 @@ func (s *Scenario) Validate() error {
 	if s.Cluster.Nodes < 1 || s.Cluster.Nodes > 100 {
 		return fmt.Errorf("cluster.nodes: %d out of range [1, 100]", s.Cluster.Nodes)
 	}
+	if d := s.Cluster.CSIDriver; d != "" && !csiDriverName.MatchString(d) {
+		return fmt.Errorf("cluster.csiDriver: %q is not a valid CSI driver name (DNS subdomain, at most 63 characters)", d)
+	}
+	if d := s.Cluster.NodeStatusUpdateFrequency.Duration; d != 0 && (d < 100*time.Millisecond || d > 5*time.Minute) {
+		return fmt.Errorf("cluster.nodeStatusUpdateFrequency: %v out of range [100ms, 5m]", d)
+	}
 	if len(s.Workload.StatefulSets) == 0 {
 		return errors.New("workload.statefulSets: at least one StatefulSet is required")
 	}
@@ -132,6 +150,9 @@ func (s *Scenario) Validate() error {
 		seen[sts.Name] = true
 		if sts.Replicas < 1 || sts.Replicas > 1000 {
 			return fmt.Errorf("%s.replicas: %d out of range [1, 1000]", path, sts.Replicas)
+		}
+		if sts.VolumesPerPod < 0 || sts.VolumesPerPod > 16 {
+			return fmt.Errorf("%s.volumesPerPod: %d out of range [0, 16]", path, sts.VolumesPerPod)
 		}
 	}
 	if s.Churn.Cycles < 0 || s.Churn.Cycles > 1_000_000 {

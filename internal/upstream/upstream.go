@@ -1,7 +1,8 @@
 // Package upstream locates (and, when missing, builds) the real binaries a
-// local cluster runs: etcd, kube-apiserver, kube-controller-manager and
-// kube-scheduler from the modules pinned in tools/upstream, plus strandlab's
-// own kubelet-sim. Builds are cached under _output/bin keyed by the pins.
+// local cluster runs: etcd, kube-apiserver, kube-controller-manager,
+// kube-scheduler, csi-attacher and csi-provisioner from the modules pinned
+// in tools/upstream, plus strandlab's own kubelet-sim and csi-driver. Builds
+// are cached under _output/bin keyed by the pins.
 package upstream
 
 import (
@@ -25,7 +26,10 @@ type Binaries struct {
 	KubeAPIServer         string
 	KubeControllerManager string
 	KubeScheduler         string
+	CSIAttacher           string
+	CSIProvisioner        string
 	KubeletSim            string
+	CSIDriver             string
 	// Versions maps binary name to the version it was built at.
 	Versions map[string]string
 }
@@ -52,12 +56,13 @@ func Ensure(ctx context.Context, repoRoot string, progress io.Writer) (Binaries,
 	if err != nil {
 		return Binaries{}, err
 	}
-	// kubelet-sim is part of this module; go build is a no-op when current.
-	b.KubeletSim = filepath.Join(dir, "kubelet-sim")
-	build := exec.CommandContext(ctx, "go", "build", "-o", b.KubeletSim, "./tools/kubelet-sim")
-	build.Dir, build.Stdout, build.Stderr = repoRoot, progress, progress
-	if err := build.Run(); err != nil {
-		return Binaries{}, fmt.Errorf("build kubelet-sim: %w", err)
+	// Our own binaries are part of this module; go build is quick when current.
+	for _, own := range []struct{ path, pkg string }{{b.KubeletSim, "./tools/kubelet-sim"}, {b.CSIDriver, "./tools/csi-driver"}} {
+		build := exec.CommandContext(ctx, "go", "build", "-o", own.path, own.pkg)
+		build.Dir, build.Stdout, build.Stderr = repoRoot, progress, progress
+		if err := build.Run(); err != nil {
+			return Binaries{}, fmt.Errorf("build %s: %w", own.pkg, err)
+		}
 	}
 	return b, nil
 }
@@ -70,10 +75,13 @@ func FromDir(dir string) (Binaries, error) {
 		KubeAPIServer:         filepath.Join(dir, "kube-apiserver"),
 		KubeControllerManager: filepath.Join(dir, "kube-controller-manager"),
 		KubeScheduler:         filepath.Join(dir, "kube-scheduler"),
+		CSIAttacher:           filepath.Join(dir, "csi-attacher"),
+		CSIProvisioner:        filepath.Join(dir, "csi-provisioner"),
 		KubeletSim:            filepath.Join(dir, "kubelet-sim"),
+		CSIDriver:             filepath.Join(dir, "csi-driver"),
 		Versions:              map[string]string{},
 	}
-	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler} {
+	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.CSIAttacher, b.CSIProvisioner} {
 		if st, err := os.Stat(p); err != nil || st.Mode()&0o111 == 0 {
 			return Binaries{}, fmt.Errorf("binary %s missing or not executable (run make binaries)", p)
 		}
@@ -101,20 +109,26 @@ func (b Binaries) Components(ctx context.Context) []cluster.Component {
 		"kube-apiserver":          "k8s.io/kubernetes/cmd/kube-apiserver@" + b.Versions["kube-apiserver"],
 		"kube-controller-manager": "k8s.io/kubernetes/cmd/kube-controller-manager@" + b.Versions["kube-controller-manager"],
 		"kube-scheduler":          "k8s.io/kubernetes/cmd/kube-scheduler@" + b.Versions["kube-scheduler"],
+		"csi-attacher":            "github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher@" + b.Versions["csi-attacher"],
+		"csi-provisioner":         "github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner@" + b.Versions["csi-provisioner"],
 	}
 	var out []cluster.Component
 	for _, c := range []struct{ name, path string }{
 		{"etcd", b.Etcd}, {"kube-apiserver", b.KubeAPIServer},
 		{"kube-controller-manager", b.KubeControllerManager}, {"kube-scheduler", b.KubeScheduler},
+		{"csi-attacher", b.CSIAttacher}, {"csi-provisioner", b.CSIProvisioner},
 	} {
 		out = append(out, cluster.Component{Name: c.name, Version: reportedVersion(ctx, c.path), Provenance: "built from " + module[c.name]})
 	}
-	out = append(out, cluster.Component{Name: "kubelet-sim", Version: "simulated (strandlab)", Provenance: "github.com/strandlab/strandlab/tools/kubelet-sim"})
+	out = append(out,
+		cluster.Component{Name: "kubelet-sim", Version: "simulated (strandlab)", Provenance: "github.com/strandlab/strandlab/tools/kubelet-sim"},
+		cluster.Component{Name: "csi-driver", Version: "strandlab hostpath", Provenance: "github.com/strandlab/strandlab/tools/csi-driver"})
 	return out
 }
 
 // reportedVersion runs `binary --version` and returns the version token:
-// "Kubernetes v1.37.2" -> v1.37.2, "etcd Version: 3.7.0" -> 3.7.0.
+// "Kubernetes v1.37.2" -> v1.37.2, "etcd Version: 3.7.0" -> 3.7.0,
+// "csi-attacher v4.13.0" -> v4.13.0.
 func reportedVersion(ctx context.Context, path string) string {
 	out, err := exec.CommandContext(ctx, path, "--version").Output()
 	if err != nil {

@@ -12,6 +12,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
@@ -32,6 +33,10 @@ type StatefulSet struct {
 	Namespace string
 	Name      string
 	Replicas  int32
+	// VolumesPerPod is the number of PVCs (volumeClaimTemplates data-0..)
+	// each pod mounts, from StorageClass.
+	VolumesPerPod int
+	StorageClass  string
 }
 
 // Create creates the namespace (if needed), a headless Service and the
@@ -73,6 +78,22 @@ func statefulSetFromManifest(s StatefulSet) (*appsv1.StatefulSet, error) {
 	sts.Spec.ServiceName = s.Name
 	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
 	sts.Spec.Template.Labels = labels
+	for i := 0; i < s.VolumesPerPod; i++ {
+		name := fmt.Sprintf("data-%d", i)
+		sc := s.StorageClass
+		sts.Spec.VolumeClaimTemplates = append(sts.Spec.VolumeClaimTemplates, corev1.PersistentVolumeClaim{
+			ObjectMeta: metav1.ObjectMeta{Name: name},
+			Spec: corev1.PersistentVolumeClaimSpec{
+				AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+				StorageClassName: &sc,
+				Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
+			},
+		})
+		for c := range sts.Spec.Template.Spec.Containers {
+			sts.Spec.Template.Spec.Containers[c].VolumeMounts = append(sts.Spec.Template.Spec.Containers[c].VolumeMounts,
+				corev1.VolumeMount{Name: name, MountPath: "/data/" + name})
+		}
+	}
 	return &sts, nil
 }
 

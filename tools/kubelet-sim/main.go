@@ -10,10 +10,14 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"sync"
 	"syscall"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -31,6 +35,9 @@ func main() {
 	fs := flag.NewFlagSet("kubelet-sim", flag.ExitOnError)
 	fs.Var(&nodes, "node", "NAME=KUBECONFIG of a node to serve (repeatable); the kubeconfig must authenticate as system:node:NAME")
 	version := fs.String("kubelet-version", "v1.37.2", "kubelet version reported in node status")
+	driverName := fs.String("csi-driver-name", "", "CSI driver whose volumes the nodes attach and mount (empty: pods have no attachable volumes)")
+	socketDir := fs.String("csi-socket-dir", "", "directory holding each node's CSI node plugin socket, <dir>/<node>.sock; kubelet state goes to <dir>/kubelet/<node>")
+	statusEvery := fs.Duration("node-status-update-frequency", kubeletsim.DefaultNodeStatusUpdateFrequency, "how often each node writes its status (KubeletConfiguration nodeStatusUpdateFrequency)")
 	klog.InitFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: kubelet-sim --node NAME=KUBECONFIG [--node ...] [-v N]\n\nSimulated kubelets for strandlab: registers the nodes, heartbeats, and runs\nthe lifecycle of the pods bound to them.\n\nFlags:\n")
@@ -39,6 +46,14 @@ func main() {
 	_ = fs.Parse(os.Args[1:])
 	if len(nodes) == 0 {
 		fmt.Fprintln(os.Stderr, "kubelet-sim: at least one --node NAME=KUBECONFIG is required")
+		os.Exit(2)
+	}
+	if (*driverName == "") != (*socketDir == "") {
+		fmt.Fprintln(os.Stderr, "kubelet-sim: --csi-driver-name and --csi-socket-dir go together")
+		os.Exit(2)
+	}
+	if *statusEvery <= 0 {
+		fmt.Fprintln(os.Stderr, "kubelet-sim: --node-status-update-frequency must be positive")
 		os.Exit(2)
 	}
 
@@ -65,7 +80,19 @@ func main() {
 			fmt.Fprintf(os.Stderr, "kubelet-sim: --node %s: %v\n", name, err)
 			os.Exit(2)
 		}
-		sim, err := kubeletsim.NewNode(kubeletsim.Config{NodeName: name, Client: client, KubeletVersion: *version, PodCIDRIndex: i + 1})
+		var volumes kubeletsim.VolumeManager
+		if *driverName != "" {
+			// grpc.NewClient connects lazily: the driver may start after us.
+			conn, err := grpc.NewClient("unix://"+filepath.Join(*socketDir, name+".sock"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "kubelet-sim: --node %s: CSI socket: %v\n", name, err)
+				os.Exit(2)
+			}
+			defer conn.Close()
+			volumes = kubeletsim.NewCSIVolumeManager(name, *driverName, filepath.Join(*socketDir, "kubelet", name), client, csi.NewNodeClient(conn))
+		}
+		sim, err := kubeletsim.NewNode(kubeletsim.Config{NodeName: name, Client: client, KubeletVersion: *version, PodCIDRIndex: i + 1,
+			Volumes: volumes, NodeStatusUpdateFrequency: *statusEvery})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)

@@ -16,12 +16,14 @@ type clusterPKI struct {
 	admin                   string // kubeconfig, system:masters
 	controllerManager       string // kubeconfig, system:kube-controller-manager
 	scheduler               string // kubeconfig, system:kube-scheduler
+	csiAttacher             string // kubeconfig, strandlab:csi-attacher
+	csiProvisioner          string // kubeconfig, strandlab:csi-provisioner
 	nodes                   map[string]string
 }
 
 // writePKI issues one identity per component so that each is authorized as
-// in a real cluster: RBAC for the control plane, the Node authorizer and
-// NodeRestriction for each kubelet.
+// in a real cluster: RBAC for the control plane and the CSI sidecars, the
+// Node authorizer and NodeRestriction for each kubelet.
 func writePKI(dir, server string, nodes []string) (*clusterPKI, error) {
 	pkiDir := filepath.Join(dir, "pki")
 	if err := mkdir(pkiDir); err != nil {
@@ -49,6 +51,8 @@ func writePKI(dir, server string, nodes []string) (*clusterPKI, error) {
 		{&out.admin, "admin", pki.Identity{CommonName: "strandlab-admin", Organization: []string{"system:masters"}}},
 		{&out.controllerManager, "kube-controller-manager", pki.Identity{CommonName: "system:kube-controller-manager"}},
 		{&out.scheduler, "kube-scheduler", pki.Identity{CommonName: "system:kube-scheduler"}},
+		{&out.csiAttacher, "csi-attacher", pki.Identity{CommonName: "strandlab:csi-attacher"}},
+		{&out.csiProvisioner, "csi-provisioner", pki.Identity{CommonName: "strandlab:csi-provisioner"}},
 	}
 	for _, i := range ids {
 		if *i.dst, err = ca.Kubeconfig(pkiDir, i.name, server, i.id); err != nil {

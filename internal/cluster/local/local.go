@@ -112,11 +112,16 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		c.nodes = append(c.nodes, fmt.Sprintf("node-%d", i))
 	}
 
-	ports, err := freePorts(5)
+	ports, err := freePorts(7)
 	if err != nil {
 		return nil, err
 	}
 	etcdClient, etcdPeer, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
+	driver := spec.CSIDriverName
+	if driver == "" {
+		driver = DefaultCSIDriverName
+	}
+	csi := newCSILayout(dir)
 	server := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
 
 	cfg, err := writePKI(dir, server, c.nodes)
@@ -194,6 +199,13 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		return nil, err
 	}
 	c.version = v.GitVersion
+	if err := applyCSIObjects(ctx, admin, driver); err != nil {
+		return nil, err
+	}
+	csiChecks, err := p.startCSI(c, csi, driver, cfg, logDir, ports[5:7])
+	if err != nil {
+		return nil, err
+	}
 
 	kcmArgs := append([]string{
 		"--kubeconfig=" + cfg.controllerManager,
@@ -229,7 +241,10 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	if err != nil {
 		return nil, err
 	}
-	simArgs := []string{"--kubelet-version=" + c.version}
+	simArgs := []string{"--kubelet-version=" + c.version, "--csi-driver-name=" + driver, "--csi-socket-dir=" + csi.dir}
+	if spec.NodeStatusUpdateFrequency > 0 {
+		simArgs = append(simArgs, "--node-status-update-frequency="+spec.NodeStatusUpdateFrequency.String())
+	}
 	for _, n := range c.nodes {
 		simArgs = append(simArgs, "--node="+n+"="+cfg.nodes[n])
 	}
@@ -242,14 +257,11 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	}
 
 	tlsSkip := &tls.Config{InsecureSkipVerify: true} // self-signed serving certs of kcm/scheduler, health only
-	checks := []struct {
-		proc  *process.Process
-		check func(context.Context) error
-	}{
+	checks := append([]readiness{
 		{kcm, httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), tlsSkip)},
 		{sched, httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), tlsSkip)},
 		{kubelets, func(ctx context.Context) error { return nodesReady(ctx, admin, c.nodes) }},
-	}
+	}, csiChecks...)
 	errs := make([]error, len(checks))
 	var wg sync.WaitGroup
 	for i, chk := range checks {
@@ -285,6 +297,12 @@ func (c *Cluster) Running() []string {
 		out = append(out, p.Name)
 	}
 	return out
+}
+
+// readiness is how to tell that a started component is ready.
+type readiness struct {
+	proc  *process.Process
+	check func(context.Context) error
 }
 
 // Stop stops every component and removes the state directory. A kept

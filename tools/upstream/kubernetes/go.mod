@@ -1,7 +1,7 @@
 // Module upstream pins the real Kubernetes and etcd binaries strandlab runs.
 // It is kept apart from the harness module so that k8s.io/kubernetes and its
 // replace directives never leak into the harness's own packages.
-module github.com/strandlab/strandlab/tools/upstream
+module github.com/strandlab/strandlab/tools/upstream/kubernetes
 
 go 1.26.0
 

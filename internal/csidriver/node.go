@@ -1,0 +1,300 @@
+package csidriver
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"k8s.io/klog/v2"
+)
+
+// StageMarker is the file NodeStageVolume writes into the staging target path
+// in place of a mount; it holds the volume ID.
+const StageMarker = ".strandlab-csi-staged"
+
+type nodeServer struct {
+	csi.UnimplementedNodeServer
+	d *Driver
+}
+
+func (s *nodeServer) NodeGetCapabilities(context.Context, *csi.NodeGetCapabilitiesRequest) (*csi.NodeGetCapabilitiesResponse, error) {
+	return &csi.NodeGetCapabilitiesResponse{Capabilities: []*csi.NodeServiceCapability{{
+		Type: &csi.NodeServiceCapability_Rpc{Rpc: &csi.NodeServiceCapability_RPC{
+			Type: csi.NodeServiceCapability_RPC_STAGE_UNSTAGE_VOLUME,
+		}},
+	}}}, nil
+}
+
+func (s *nodeServer) NodeGetInfo(context.Context, *csi.NodeGetInfoRequest) (*csi.NodeGetInfoResponse, error) {
+	if s.d.cfg.NodeID == "" {
+		return nil, status.Error(codes.FailedPrecondition, "driver has no node ID")
+	}
+	return &csi.NodeGetInfoResponse{NodeId: s.d.cfg.NodeID}, nil
+}
+
+// stagedVolume returns the volume ID recorded in the stage marker at path, or
+// "" if there is none.
+func stagedVolume(stagingPath string) (string, error) {
+	b, err := os.ReadFile(filepath.Join(stagingPath, StageMarker))
+	if errors.Is(err, fs.ErrNotExist) {
+		return "", nil
+	}
+	return strings.TrimSpace(string(b)), err
+}
+
+// lockedVolume locks and loads a volume for a node operation; a missing
+// volume is NotFound.
+func (s *nodeServer) lockedVolume(id string) (*VolumeState, func(), error) {
+	if !validID(id) {
+		return nil, nil, status.Errorf(codes.NotFound, "volume %s not found", id)
+	}
+	unlock, err := s.d.store.lock(id)
+	if err != nil {
+		return nil, nil, status.Error(codes.Internal, err.Error())
+	}
+	v, err := s.d.store.load(id)
+	if err != nil {
+		unlock()
+		return nil, nil, status.Error(codes.Internal, err.Error())
+	}
+	if v == nil {
+		unlock()
+		return nil, nil, status.Errorf(codes.NotFound, "volume %s not found", id)
+	}
+	return v, unlock, nil
+}
+
+// NodeStageVolume stands in for attaching and formatting: it refuses unless
+// the controller published the volume to this node, which is what makes the
+// Kubernetes attach flow matter for this driver.
+func (s *nodeServer) NodeStageVolume(_ context.Context, req *csi.NodeStageVolumeRequest) (*csi.NodeStageVolumeResponse, error) {
+	id, path := req.GetVolumeId(), req.GetStagingTargetPath()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume ID is required")
+	}
+	if path == "" {
+		return nil, status.Error(codes.InvalidArgument, "staging target path is required")
+	}
+	if err := checkCapability(req.GetVolumeCapability()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	v, unlock, err := s.lockedVolume(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	node := s.d.cfg.NodeID
+	if _, ok := v.Published[node]; !ok {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not published to node %s", id, node)
+	}
+	if u := v.Nodes[node]; u != nil && u.StagingPath != "" && u.StagingPath != path {
+		return nil, status.Errorf(codes.AlreadyExists, "volume %s is already staged on node %s at %s", id, node, u.StagingPath)
+	}
+	if err := os.MkdirAll(path, 0o750); err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	staged, err := stagedVolume(path)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	switch staged {
+	case id:
+	case "":
+		if err := writeFileAtomic(filepath.Join(path, StageMarker), []byte(id+"\n")); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	default:
+		return nil, status.Errorf(codes.FailedPrecondition, "staging path %s holds volume %s", path, staged)
+	}
+	if u := v.usage(node); u.StagingPath != path {
+		u.StagingPath = path
+		if err := s.d.store.save(v); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		klog.V(2).InfoS("Volume staged", "volume", id, "node", node, "path", path)
+	}
+	return &csi.NodeStageVolumeResponse{}, nil
+}
+
+// NodeUnstageVolume removes the stage marker. The staging directory itself
+// belongs to the CO, which removes it.
+func (s *nodeServer) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVolumeRequest) (*csi.NodeUnstageVolumeResponse, error) {
+	id, path := req.GetVolumeId(), req.GetStagingTargetPath()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume ID is required")
+	}
+	if path == "" {
+		return nil, status.Error(codes.InvalidArgument, "staging target path is required")
+	}
+	if !validID(id) {
+		return &csi.NodeUnstageVolumeResponse{}, nil
+	}
+	unlock, err := s.d.store.lock(id)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	defer unlock()
+
+	staged, err := stagedVolume(path)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if staged == id {
+		if err := os.Remove(filepath.Join(path, StageMarker)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	}
+	// The volume may be gone already; then there is no state to update.
+	v, err := s.d.store.load(id)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	node := s.d.cfg.NodeID
+	if u := v.nodeUsage(node); u != nil && u.StagingPath == path {
+		if len(u.Targets) > 0 {
+			klog.V(1).InfoS("Volume unstaged while still published", "volume", id, "node", node, "targets", len(u.Targets))
+		}
+		u.StagingPath = ""
+		v.pruneUsage(node)
+		if err := s.d.store.save(v); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		klog.V(2).InfoS("Volume unstaged", "volume", id, "node", node, "path", path)
+	}
+	return &csi.NodeUnstageVolumeResponse{}, nil
+}
+
+// NodePublishVolume makes the target path a symlink to the volume's data
+// directory. It requires the volume to be attached to and staged on this node.
+func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
+	id, target, staging := req.GetVolumeId(), req.GetTargetPath(), req.GetStagingTargetPath()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume ID is required")
+	}
+	if target == "" {
+		return nil, status.Error(codes.InvalidArgument, "target path is required")
+	}
+	if err := checkCapability(req.GetVolumeCapability()); err != nil {
+		return nil, status.Error(codes.InvalidArgument, err.Error())
+	}
+	if staging == "" {
+		// The CSI spec's code for STAGE_UNSTAGE_VOLUME without a staging path.
+		return nil, status.Error(codes.FailedPrecondition, "staging target path is required")
+	}
+	v, unlock, err := s.lockedVolume(id)
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
+	node := s.d.cfg.NodeID
+	if _, ok := v.Published[node]; !ok {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not published to node %s", id, node)
+	}
+	staged, err := stagedVolume(staging)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	if u := v.nodeUsage(node); u == nil || u.StagingPath != staging || staged != id {
+		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is not staged at %s on node %s", id, staging, node)
+	}
+	if ro, ok := v.Nodes[node].Targets[target]; ok && ro != req.GetReadonly() {
+		return nil, status.Errorf(codes.AlreadyExists, "volume %s is already published at %s with readonly=%v", id, target, ro)
+	}
+
+	data := s.d.store.dataDir(id)
+	fi, err := os.Lstat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	case err != nil:
+		return nil, status.Error(codes.Internal, err.Error())
+	case fi.Mode().Type() == fs.ModeSymlink:
+		if dest, _ := os.Readlink(target); dest != data {
+			return nil, status.Errorf(codes.FailedPrecondition, "target path %s is a symlink to %s", target, dest)
+		}
+	case fi.IsDir():
+		// A CO may pre-create the target directory, as for a mount point.
+		// Only an empty one can be replaced by the symlink.
+		if err := os.Remove(target); err != nil {
+			return nil, status.Errorf(codes.FailedPrecondition, "target path %s is in use: %v", target, err)
+		}
+	default:
+		return nil, status.Errorf(codes.FailedPrecondition, "target path %s exists and is not a directory", target)
+	}
+	if fi == nil || fi.Mode().Type() != fs.ModeSymlink {
+		if err := os.Symlink(data, target); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+	}
+
+	u := v.usage(node)
+	if ro, ok := u.Targets[target]; !ok || ro != req.GetReadonly() {
+		if u.Targets == nil {
+			u.Targets = map[string]bool{}
+		}
+		u.Targets[target] = req.GetReadonly()
+		if err := s.d.store.save(v); err != nil {
+			return nil, status.Error(codes.Internal, err.Error())
+		}
+		klog.V(2).InfoS("Volume published on node", "volume", id, "node", node, "target", target, "readonly", req.GetReadonly())
+	}
+	return &csi.NodePublishVolumeResponse{}, nil
+}
+
+// NodeUnpublishVolume removes the target symlink. It removes nothing it did
+// not create: a path that is not a symlink to this volume is left alone.
+func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
+	id, target := req.GetVolumeId(), req.GetTargetPath()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "volume ID is required")
+	}
+	if target == "" {
+		return nil, status.Error(codes.InvalidArgument, "target path is required")
+	}
+	if !validID(id) {
+		return &csi.NodeUnpublishVolumeResponse{}, nil
+	}
+	unlock, err := s.d.store.lock(id)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	defer unlock()
+
+	if fi, err := os.Lstat(target); err == nil && fi.Mode().Type() == fs.ModeSymlink {
+		if dest, _ := os.Readlink(target); dest == s.d.store.dataDir(id) {
+			if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, status.Error(codes.Internal, err.Error())
+			}
+		}
+	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+
+	v, err := s.d.store.load(id)
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	node := s.d.cfg.NodeID
+	if u := v.nodeUsage(node); u != nil {
+		if _, ok := u.Targets[target]; ok {
+			delete(u.Targets, target)
+			if len(u.Targets) == 0 {
+				u.Targets = nil
+			}
+			v.pruneUsage(node)
+			if err := s.d.store.save(v); err != nil {
+				return nil, status.Error(codes.Internal, err.Error())
+			}
+			klog.V(2).InfoS("Volume unpublished on node", "volume", id, "node", node, "target", target)
+		}
+	}
+	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
