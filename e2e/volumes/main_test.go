@@ -52,6 +52,10 @@ func run(m *testing.M) int {
 	provider = e2eprovider.New(&local.Provider{Binaries: bins},
 		cluster.Spec{Nodes: 3, OutputDir: logs, NodeStatusUpdateFrequency: time.Second})
 	testenv.Setup(envfuncs.CreateCluster(provider, "e2e-volumes"))
-	testenv.Finish(envfuncs.DestroyCluster("e2e-volumes"))
+	finish := []env.Func{envfuncs.DestroyCluster("e2e-volumes")}
+	if d := os.Getenv("STRANDLAB_E2E_LOGS"); d != "" {
+		finish = append([]env.Func{envfuncs.ExportClusterLogs("e2e-volumes", d)}, finish...)
+	}
+	testenv.Finish(finish...)
 	return testenv.Run(m)
 }
