@@ -5,7 +5,6 @@ package attachgate
 
 import (
 	"context"
-	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -16,68 +15,33 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
-	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/cluster/e2eprovider"
 	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/kubeletsim"
-	"github.com/strandlab/strandlab/internal/upstream"
 	"github.com/strandlab/strandlab/internal/workload"
 )
 
-var (
-	testenv  env.Environment
-	provider *e2eprovider.Provider
-)
+var s suite.Suite
 
-func TestMain(m *testing.M) { os.Exit(run(m)) }
-
-func run(m *testing.M) int {
-	wd, _ := os.Getwd()
-	repo, err := upstream.RepoRoot(wd)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	bins, err := upstream.Ensure(context.Background(), repo, os.Stderr)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	logs, err := os.MkdirTemp("", "strandlab-e2e-logs-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(logs)
-	testenv = env.NewWithConfig(envconf.New())
-	provider = e2eprovider.New(&local.Provider{Binaries: bins}, cluster.Spec{
-		Nodes: 1, OutputDir: logs, NodeStatusUpdateFrequency: time.Second,
+func TestMain(m *testing.M) {
+	os.Exit(suite.Run(m, "e2e-attachgate", cluster.Spec{
+		Nodes: 1, NodeStatusUpdateFrequency: time.Second,
 		ControllerManagerArgs: []string{"--controllers=*,-persistentvolume-attach-detach-controller"},
-	})
-	testenv.Setup(envfuncs.CreateCluster(provider, "e2e-attachgate"))
-	testenv.Finish(envfuncs.DestroyCluster("e2e-attachgate"))
-	return testenv.Run(m)
+	}, &s))
 }
 
 func TestPodWaitsForAttachForever(t *testing.T) {
 	const ns = "gate"
 	f := features.New("no attach/detach controller").
 		Assess("the pod stays ContainerCreating, its volume in use but never attached", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			rc := provider.KubernetesRestConfig()
+			rc := s.Provider.KubernetesRestConfig()
 			rc.QPS, rc.Burst = 100, 200
 			c := kubernetes.NewForConfigOrDie(rc)
-			if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				_, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-				return err == nil, nil
-			}); err != nil {
+			if err := workload.CreateNamespace(ctx, c, ns); err != nil {
 				t.Fatal(err)
 			}
 			if err := workload.Create(ctx, c, workload.StatefulSet{Namespace: ns, Name: "db", Replicas: 1, VolumesPerPod: 1, StorageClass: local.StorageClassName}); err != nil {
@@ -135,5 +99,5 @@ func TestPodWaitsForAttachForever(t *testing.T) {
 			}
 			return ctx
 		}).Feature()
-	testenv.Test(t, f)
+	s.Env.Test(t, f)
 }

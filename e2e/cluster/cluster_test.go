@@ -27,7 +27,7 @@ import (
 
 func clientOf(t *testing.T) kubernetes.Interface {
 	t.Helper()
-	rc := provider.KubernetesRestConfig()
+	rc := s.Provider.KubernetesRestConfig()
 	rc.QPS, rc.Burst = 100, 200
 	c, err := kubernetes.NewForConfig(rc)
 	if err != nil {
@@ -64,7 +64,7 @@ func TestControlPlane(t *testing.T) {
 			return ctx
 		}).
 		Assess("every component reports the pinned version", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			c := provider.Cluster()
+			c := s.Provider.Cluster()
 			want := map[string]string{"etcd": "3.7.0", "kube-apiserver": "v1.37.2", "kube-controller-manager": "v1.37.2", "kube-scheduler": "v1.37.2"}
 			got := map[string]string{}
 			for _, comp := range c.Components() {
@@ -81,7 +81,7 @@ func TestControlPlane(t *testing.T) {
 			return ctx
 		}).
 		Assess("kube-controller-manager authenticates as itself, not as an admin", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			dir := provider.Cluster().(*local.Cluster).Dir()
+			dir := s.Provider.Cluster().(*local.Cluster).Dir()
 			rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "pki", "kube-controller-manager.kubeconfig"))
 			if err != nil {
 				t.Fatal(err)
@@ -145,7 +145,7 @@ func TestControlPlane(t *testing.T) {
 			}
 			return ctx
 		}).Feature()
-	testenv.Test(t, f)
+	s.Env.Test(t, f)
 }
 
 func TestStatefulSetLifecycle(t *testing.T) {
@@ -153,14 +153,8 @@ func TestStatefulSetLifecycle(t *testing.T) {
 	f := features.New("statefulset pods on simulated kubelets").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			client := clientOf(t)
-			if _, err := client.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+			if err := workload.CreateNamespace(ctx, client, ns); err != nil {
 				t.Fatal(err)
-			}
-			if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				_, err := client.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-				return err == nil, nil
-			}); err != nil {
-				t.Fatal("default service account never created")
 			}
 			if err := workload.Create(ctx, client, workload.StatefulSet{Namespace: ns, Name: "web", Replicas: 3}); err != nil {
 				t.Fatal(err)
@@ -240,18 +234,18 @@ func TestStatefulSetLifecycle(t *testing.T) {
 			}
 			return ctx
 		}).Feature()
-	testenv.Test(t, f)
+	s.Env.Test(t, f)
 }
 
 // A second cluster can run beside the shared one (ports are chosen, not
 // fixed), and stopping it leaves nothing of it behind.
 func TestSecondClusterBesideTheFirst(t *testing.T) {
-	p := &local.Provider{Binaries: bins}
+	p := &local.Provider{Binaries: s.Binaries}
 	second, err := p.Start(context.Background(), cluster.Spec{Name: "e2e-second", Nodes: 1, OutputDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if second.RESTConfig().Host == provider.KubernetesRestConfig().Host {
+	if second.RESTConfig().Host == s.Provider.KubernetesRestConfig().Host {
 		t.Errorf("both clusters serve on %s", second.RESTConfig().Host)
 	}
 	nodes, err := kubernetes.NewForConfigOrDie(second.RESTConfig()).CoreV1().Nodes().List(context.Background(), metav1.ListOptions{})

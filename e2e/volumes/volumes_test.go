@@ -8,7 +8,6 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -21,7 +20,7 @@ import (
 const ns = "vols"
 
 func client(t *testing.T) kubernetes.Interface {
-	rc := provider.KubernetesRestConfig()
+	rc := s.Provider.KubernetesRestConfig()
 	rc.QPS, rc.Burst = 100, 200
 	return kubernetes.NewForConfigOrDie(rc)
 }
@@ -65,13 +64,7 @@ func TestAttachPath(t *testing.T) {
 		Assess("pods run only after their volume is in node status, attached by the real sidecar", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			c := client(t)
 			since := attachedSince(ctx, t, c)
-			if _, err := c.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			if err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-				_, err := c.CoreV1().ServiceAccounts(ns).Get(ctx, "default", metav1.GetOptions{})
-				return err == nil, nil
-			}); err != nil {
+			if err := workload.CreateNamespace(ctx, c, ns); err != nil {
 				t.Fatal(err)
 			}
 			if err := workload.Create(ctx, c, workload.StatefulSet{Namespace: ns, Name: "db", Replicas: 3, VolumesPerPod: 1, StorageClass: local.StorageClassName}); err != nil {
@@ -151,5 +144,5 @@ func TestAttachPath(t *testing.T) {
 			}
 			return ctx
 		}).Feature()
-	testenv.Test(t, f)
+	s.Env.Test(t, f)
 }

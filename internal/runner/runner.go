@@ -13,10 +13,6 @@ import (
 	"strings"
 	"time"
 
-	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
@@ -215,19 +211,8 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 // createWorkload creates the scenario's StatefulSets and returns every pod
 // the churn may delete.
 func createWorkload(ctx context.Context, client kubernetes.Interface, sc *scenario.Scenario) ([]churn.Target, error) {
-	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: Namespace}}
-	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+	if err := workload.CreateNamespace(ctx, client, Namespace); err != nil {
 		return nil, err
-	}
-	// Pods are rejected until the service account controller created the
-	// namespace's default ServiceAccount; wait for it rather than let the
-	// StatefulSet controller back off.
-	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
-		_, err := client.CoreV1().ServiceAccounts(Namespace).Get(ctx, "default", metav1.GetOptions{})
-		return err == nil, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("default service account in %s not created: %w", Namespace, err)
 	}
 	var targets []churn.Target
 	for _, s := range sc.Workload.StatefulSets {

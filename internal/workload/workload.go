@@ -16,6 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -37,6 +38,24 @@ type StatefulSet struct {
 	// each pod mounts, from StorageClass.
 	VolumesPerPod int
 	StorageClass  string
+}
+
+// CreateNamespace creates namespace (if needed) and waits until the service
+// account controller has created its default ServiceAccount: pods are
+// rejected before that, and the StatefulSet controller would back off.
+func CreateNamespace(ctx context.Context, client kubernetes.Interface, namespace string) error {
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: namespace}}
+	if _, err := client.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+		return fmt.Errorf("create namespace %s: %w", namespace, err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := client.CoreV1().ServiceAccounts(namespace).Get(ctx, "default", metav1.GetOptions{})
+		return err == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("default service account in %s not created: %w", namespace, err)
+	}
+	return nil
 }
 
 // Create creates the namespace (if needed), a headless Service and the
