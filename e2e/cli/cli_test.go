@@ -45,7 +45,11 @@ func TestMain(m *testing.M) {
 			os.Exit(1)
 		}
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	if strandlab != "" {
+		os.RemoveAll(filepath.Dir(strandlab))
+	}
+	os.Exit(code)
 }
 
 func setup() error {
