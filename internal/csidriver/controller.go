@@ -140,16 +140,11 @@ func (s *controllerServer) CreateVolume(_ context.Context, req *csi.CreateVolume
 	}
 
 	id := volumeIDForName(name)
-	unlock, err := s.d.store.lock(id)
+	v, unlock, err := s.d.store.lockVolume(id)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, err
 	}
 	defer unlock()
-
-	v, err := s.d.store.load(id)
-	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
 	if v != nil {
 		if v.Name != name {
 			return nil, status.Errorf(codes.Internal, "volume ID %s of name %q collides with name %q", id, name, v.Name)
@@ -187,15 +182,11 @@ func (s *controllerServer) DeleteVolume(_ context.Context, req *csi.DeleteVolume
 		// Cannot be one of ours, so it is already gone.
 		return &csi.DeleteVolumeResponse{}, nil
 	}
-	unlock, err := s.d.store.lock(id)
+	v, unlock, err := s.d.store.lockVolume(id)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, err
 	}
 	defer unlock()
-	v, err := s.d.store.load(id)
-	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
 	if v != nil && len(v.Published) > 0 {
 		return nil, status.Errorf(codes.FailedPrecondition, "volume %s is still published to %v", id, v.PublishedNodes())
 	}
@@ -223,15 +214,11 @@ func (s *controllerServer) ControllerPublishVolume(_ context.Context, req *csi.C
 	if !validID(id) {
 		return nil, status.Errorf(codes.NotFound, "volume %s not found", id)
 	}
-	unlock, err := s.d.store.lock(id)
+	v, unlock, err := s.d.store.lockVolume(id)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, err
 	}
 	defer unlock()
-	v, err := s.d.store.load(id)
-	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
 	if v == nil {
 		return nil, status.Errorf(codes.NotFound, "volume %s not found", id)
 	}
@@ -279,15 +266,11 @@ func (s *controllerServer) ControllerUnpublishVolume(_ context.Context, req *csi
 	if !validID(id) {
 		return &csi.ControllerUnpublishVolumeResponse{}, nil
 	}
-	unlock, err := s.d.store.lock(id)
+	v, unlock, err := s.d.store.lockVolume(id)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, err
 	}
 	defer unlock()
-	v, err := s.d.store.load(id)
-	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
 	if v == nil {
 		return &csi.ControllerUnpublishVolumeResponse{}, nil
 	}

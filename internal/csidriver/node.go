@@ -54,14 +54,9 @@ func (s *nodeServer) lockedVolume(id string) (*VolumeState, func(), error) {
 	if !validID(id) {
 		return nil, nil, status.Errorf(codes.NotFound, "volume %s not found", id)
 	}
-	unlock, err := s.d.store.lock(id)
+	v, unlock, err := s.d.store.lockVolume(id)
 	if err != nil {
-		return nil, nil, status.Error(codes.Internal, err.Error())
-	}
-	v, err := s.d.store.load(id)
-	if err != nil {
-		unlock()
-		return nil, nil, status.Error(codes.Internal, err.Error())
+		return nil, nil, err
 	}
 	if v == nil {
 		unlock()
@@ -135,9 +130,9 @@ func (s *nodeServer) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVo
 	if !validID(id) {
 		return &csi.NodeUnstageVolumeResponse{}, nil
 	}
-	unlock, err := s.d.store.lock(id)
+	v, unlock, err := s.d.store.lockVolume(id)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, err
 	}
 	defer unlock()
 
@@ -150,11 +145,7 @@ func (s *nodeServer) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVo
 			return nil, status.Error(codes.Internal, err.Error())
 		}
 	}
-	// The volume may be gone already; then there is no state to update.
-	v, err := s.d.store.load(id)
-	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
+	// v is nil when the volume is gone already: no state to update.
 	node := s.d.cfg.NodeID
 	if u := v.nodeUsage(node); u != nil && u.StagingPath == path {
 		if len(u.Targets) > 0 {
@@ -262,9 +253,9 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 	if !validID(id) {
 		return &csi.NodeUnpublishVolumeResponse{}, nil
 	}
-	unlock, err := s.d.store.lock(id)
+	v, unlock, err := s.d.store.lockVolume(id)
 	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
+		return nil, err
 	}
 	defer unlock()
 
@@ -278,10 +269,6 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 		return nil, status.Error(codes.Internal, err.Error())
 	}
 
-	v, err := s.d.store.load(id)
-	if err != nil {
-		return nil, status.Error(codes.Internal, err.Error())
-	}
 	node := s.d.cfg.NodeID
 	if u := v.nodeUsage(node); u != nil {
 		if _, ok := u.Targets[target]; ok {

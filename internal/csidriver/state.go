@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -176,6 +178,21 @@ func (s *store) lock(id string) (unlock func(), err error) {
 		f.Close()
 		release()
 	}, nil
+}
+
+// lockVolume takes the volume's lock and loads its state (nil if the volume
+// does not exist), with failures as gRPC Internal errors. On success the
+// caller must call unlock.
+func (s *store) lockVolume(id string) (v *VolumeState, unlock func(), err error) {
+	unlock, err = s.lock(id)
+	if err != nil {
+		return nil, nil, status.Error(codes.Internal, err.Error())
+	}
+	if v, err = s.load(id); err != nil {
+		unlock()
+		return nil, nil, status.Error(codes.Internal, err.Error())
+	}
+	return v, unlock, nil
 }
 
 // load returns the volume's state, or nil if the volume does not exist.
