@@ -2,12 +2,15 @@ package volumes
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -143,6 +146,92 @@ func TestAttachPath(t *testing.T) {
 				t.Fatalf("replacement not Running: %v", err)
 			}
 			return ctx
+		}).
+		Assess("after an API server restart, kubelets heartbeat, confirm deletions and mount new volumes again", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			c := client(t)
+			before, err := c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "node-1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Provider.Cluster().(*local.Cluster).RestartAPIServer(ctx); err != nil {
+				t.Fatal(err)
+			}
+			// The lease is renewed every 10 s: a renewal after the restart
+			// shows the kubelets reconnected.
+			if err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 45*time.Second, true, func(ctx context.Context) (bool, error) {
+				l, err := c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "node-1", metav1.GetOptions{})
+				return err == nil && l.Spec.RenewTime.After(before.Spec.RenewTime.Time), nil
+			}); err != nil {
+				t.Fatalf("node lease not renewed after the restart: %v", err)
+			}
+			// Graceful deletion still completes: the kubelet unmounts and
+			// confirms it through the restarted server.
+			old, err := c.CoreV1().Pods(ns).Get(ctx, "db-2", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := c.CoreV1().Pods(ns).Delete(ctx, "db-2", metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			pods, err := workload.WatchPods(ctx, c, ns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			if err := pods.WaitFor(wctx, func(p *workload.Pods) bool {
+				pod := p.Get("db-2")
+				return pod == nil || pod.UID != old.UID
+			}); err != nil {
+				t.Fatalf("deletion of db-2 not confirmed after the restart: %v", err)
+			}
+			// A new volume is attached and mounted through the restarted
+			// server. The pod is bound directly to its node: kube-scheduler
+			// sometimes stops scheduling after an API server restart (its
+			// cache reports corruption), which is not what this checks.
+			pvc := &corev1.PersistentVolumeClaim{
+				ObjectMeta: metav1.ObjectMeta{Name: "after-restart", Namespace: ns},
+				Spec: corev1.PersistentVolumeClaimSpec{
+					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
+					StorageClassName: ptr(local.StorageClassName),
+					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
+				},
+			}
+			if _, err := c.CoreV1().PersistentVolumeClaims(ns).Create(ctx, pvc, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+				got, err := c.CoreV1().PersistentVolumeClaims(ns).Get(ctx, pvc.Name, metav1.GetOptions{})
+				return err == nil && got.Status.Phase == corev1.ClaimBound, nil
+			}); err != nil {
+				t.Fatalf("PVC not bound after the restart: %v", err)
+			}
+			pod := &corev1.Pod{
+				ObjectMeta: metav1.ObjectMeta{Name: "after-restart", Namespace: ns},
+				Spec: corev1.PodSpec{
+					NodeName:   "node-1",
+					Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
+					Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
+						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}},
+				},
+			}
+			if _, err := c.CoreV1().Pods(ns).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := pods.WaitFor(wctx, func(p *workload.Pods) bool { return workload.IsRunning(p.Get("after-restart")) }); err != nil {
+				t.Fatalf("pod with a new volume not Running after the restart: %v\n%s", err, describe(pods.Get("after-restart")))
+			}
+			return ctx
 		}).Feature()
 	s.Env.Test(t, f)
 }
+
+func describe(pod *corev1.Pod) string {
+	if pod == nil {
+		return "no pod"
+	}
+	return fmt.Sprintf("uid %s node %q phase %s deleting %v conditions %+v containers %+v",
+		pod.UID, pod.Spec.NodeName, pod.Status.Phase, pod.DeletionTimestamp != nil, pod.Status.Conditions, pod.Status.ContainerStatuses)
+}
+
+func ptr[T any](v T) *T { return &v }

@@ -125,6 +125,28 @@ func (p *Process) WaitReady(ctx context.Context, interval time.Duration, check f
 	}
 }
 
+// Restart stops p (SIGTERM to its group, SIGKILL after grace) and starts its
+// spec again, appending to the same log; the new process replaces p in the
+// group.
+func (g *Group) Restart(p *Process, grace time.Duration) (*Process, error) {
+	_ = syscall.Kill(-p.PID(), syscall.SIGTERM)
+	select {
+	case <-p.done:
+	case <-time.After(grace):
+		_ = syscall.Kill(-p.PID(), syscall.SIGKILL)
+		<-p.done
+	}
+	g.mu.Lock()
+	for i, q := range g.procs {
+		if q == p {
+			g.procs = append(g.procs[:i], g.procs[i+1:]...)
+			break
+		}
+	}
+	g.mu.Unlock()
+	return g.Start(p.Spec)
+}
+
 // Running returns the processes that have not exited.
 func (g *Group) Running() []*Process {
 	g.mu.Lock()

@@ -299,6 +299,34 @@ func (c *Cluster) Running() []string {
 	return out
 }
 
+// RestartAPIServer stops kube-apiserver and starts it again on the same port
+// and storage (a fault the kubelets and controllers must survive), and waits
+// until it is ready.
+func (c *Cluster) RestartAPIServer(ctx context.Context) error {
+	var api *process.Process
+	for _, p := range c.procs.Running() {
+		if p.Name == "kube-apiserver" {
+			api = p
+		}
+	}
+	if api == nil {
+		return errors.New("kube-apiserver is not running")
+	}
+	p, err := c.procs.Restart(api, 3*time.Second)
+	if err != nil {
+		return err
+	}
+	admin, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	return p.WaitReady(ctx, 200*time.Millisecond, func(ctx context.Context) error {
+		return admin.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+	})
+}
+
 // readiness is how to tell that a started component is ready.
 type readiness struct {
 	proc  *process.Process
