@@ -19,4 +19,9 @@ var (
 	//
 	//go:embed csi/driver.yaml
 	CSIDriver []byte
+
+	// ExtenderRBAC is extender/rbac.yaml: the pinning extender's role.
+	//
+	//go:embed extender/rbac.yaml
+	ExtenderRBAC []byte
 )

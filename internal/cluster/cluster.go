@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
+
+	"github.com/strandlab/strandlab/internal/extender"
 )
 
 // Spec is what the harness asks of a cluster.
@@ -25,6 +27,9 @@ type Spec struct {
 	CSIDriverName string
 	// NodeStatusUpdateFrequency of the kubelets (default 10s, the kubelet's).
 	NodeStatusUpdateFrequency time.Duration
+	// Extender, if set, runs the pinning scheduler extender with this
+	// configuration and makes kube-scheduler call it.
+	Extender *extender.Config
 	// ControllerManagerArgs are extra kube-controller-manager flags (a later
 	// flag of the same name wins over the provider's default).
 	ControllerManagerArgs []string

@@ -19,6 +19,7 @@ import (
 	"github.com/strandlab/strandlab/internal/churn"
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/local"
+	"github.com/strandlab/strandlab/internal/extender"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/scenario"
 	"github.com/strandlab/strandlab/internal/upstream"
@@ -134,7 +135,8 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	rep *report.Report, save func() error, keep bool) (*report.Build, error) {
 	fmt.Fprintf(opts.Progress, ">> build %s: starting a %d-node %s cluster\n", build, sc.Cluster.Nodes, provider.Name())
 	c, err := provider.Start(ctx, cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep,
-		CSIDriverName: sc.Cluster.CSIDriver, NodeStatusUpdateFrequency: sc.Cluster.NodeStatusUpdateFrequency.Duration})
+		CSIDriverName: sc.Cluster.CSIDriver, NodeStatusUpdateFrequency: sc.Cluster.NodeStatusUpdateFrequency.Duration,
+		Extender: extenderConfig(sc)})
 	if err != nil {
 		return nil, fmt.Errorf("build %s: start cluster: %w", build, err)
 	}
@@ -233,4 +235,24 @@ func printKept(w io.Writer, c cluster.Cluster) {
 		fmt.Fprintf(w, "   stop it with: go run ./tools/strandlab down %s\n", d.Dir())
 	}
 	fmt.Fprintf(w, "   e.g. kubectl --kubeconfig %s get nodes,pods -A\n", c.Kubeconfig())
+}
+
+// extenderConfig turns the scenario's scheduling section into the pinning
+// extender's configuration; nil when pinning is off.
+func extenderConfig(sc *scenario.Scenario) *extender.Config {
+	sch := sc.Scheduling
+	if sch.Pinning == "" || sch.Pinning == "none" {
+		return nil
+	}
+	l := sch.ExtenderLatency
+	cfg := &extender.Config{
+		// Unlisted ordinals of a static scenario are sticky: every pod stays put.
+		Sticky: true,
+		Latency: extender.Latency{Fixed: l.Fixed.Duration, UniformMin: l.UniformMin.Duration, UniformMax: l.UniformMax.Duration,
+			Exponential: l.ExponentialMean.Duration, Seed: uint64(sc.Seed)},
+	}
+	for _, p := range sch.Static {
+		cfg.Static = append(cfg.Static, extender.StaticPin{Namespace: Namespace, StatefulSet: p.StatefulSet, Ordinal: p.Ordinal, Node: p.Node})
+	}
+	return cfg
 }

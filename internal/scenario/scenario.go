@@ -24,6 +24,8 @@ type Scenario struct {
 	Cluster  Cluster  `json:"cluster"`
 	Workload Workload `json:"workload"`
 	Churn    Churn    `json:"churn"`
+	// Scheduling configures the pinning scheduler extender.
+	Scheduling Scheduling `json:"scheduling,omitempty"`
 	// Builds are the controller builds to compare; default [stock].
 	Builds []string `json:"builds,omitempty"`
 }
@@ -52,6 +54,33 @@ type StatefulSet struct {
 	Replicas int32  `json:"replicas"`
 	// VolumesPerPod is the number of CSI volumes (PVCs) per pod.
 	VolumesPerPod int `json:"volumesPerPod,omitempty"`
+}
+
+// Scheduling is how StatefulSet pods are placed.
+type Scheduling struct {
+	// Pinning: none (default: kube-scheduler alone), sticky (each ordinal
+	// stays on the node of its first placement) or static (Static pins,
+	// unlisted ordinals sticky).
+	Pinning string      `json:"pinning,omitempty"`
+	Static  []StaticPin `json:"static,omitempty"`
+	// ExtenderLatency delays every filter call: one of fixed,
+	// uniformMin+uniformMax, exponentialMean. Draws are seeded from seed.
+	ExtenderLatency ExtenderLatency `json:"extenderLatency,omitempty"`
+}
+
+// StaticPin pins one ordinal of a StatefulSet to a node.
+type StaticPin struct {
+	StatefulSet string `json:"statefulSet"`
+	Ordinal     int    `json:"ordinal"`
+	Node        string `json:"node"`
+}
+
+// ExtenderLatency is the extender's filter latency distribution.
+type ExtenderLatency struct {
+	Fixed           Duration `json:"fixed,omitempty"`
+	UniformMin      Duration `json:"uniformMin,omitempty"`
+	UniformMax      Duration `json:"uniformMax,omitempty"`
+	ExponentialMean Duration `json:"exponentialMean,omitempty"`
 }
 
 // Churn is how pods are deleted and recreated.
@@ -161,10 +190,56 @@ func (s *Scenario) Validate() error {
 	if d := s.Churn.CycleTimeout.Duration; d < minCycleTimeout || d > maxCycleTimeout {
 		return fmt.Errorf("churn.cycleTimeout: %v out of range [%v, %v]", d, minCycleTimeout, maxCycleTimeout)
 	}
+	if err := s.validateScheduling(seen); err != nil {
+		return err
+	}
 	for i, b := range s.Builds {
 		if !dnsLabel.MatchString(b) {
 			return fmt.Errorf("builds[%d]: %q is not a valid build name", i, b)
 		}
+	}
+	return nil
+}
+
+func (s *Scenario) validateScheduling(statefulSets map[string]bool) error {
+	sch := s.Scheduling
+	switch sch.Pinning {
+	case "", "none", "sticky", "static":
+	default:
+		return fmt.Errorf("scheduling.pinning: %q is not one of none, sticky, static", sch.Pinning)
+	}
+	if len(sch.Static) > 0 && sch.Pinning != "static" {
+		return fmt.Errorf("scheduling.static: given, but scheduling.pinning is %q, not static", sch.Pinning)
+	}
+	for i, p := range sch.Static {
+		path := fmt.Sprintf("scheduling.static[%d]", i)
+		if !statefulSets[p.StatefulSet] {
+			return fmt.Errorf("%s.statefulSet: %q is not a StatefulSet of workload.statefulSets", path, p.StatefulSet)
+		}
+		if p.Ordinal < 0 {
+			return fmt.Errorf("%s.ordinal: %d is negative", path, p.Ordinal)
+		}
+		if p.Node == "" {
+			return fmt.Errorf("%s.node: must not be empty", path)
+		}
+	}
+	l := sch.ExtenderLatency
+	kinds := 0
+	for _, d := range []time.Duration{l.Fixed.Duration, l.UniformMax.Duration, l.ExponentialMean.Duration} {
+		if d < 0 || d > 5*time.Minute {
+			return fmt.Errorf("scheduling.extenderLatency: %v out of range [0, 5m]", d)
+		}
+		if d > 0 {
+			kinds++
+		}
+	}
+	switch {
+	case kinds > 1:
+		return fmt.Errorf("scheduling.extenderLatency: set only one of fixed, uniformMin/uniformMax, exponentialMean")
+	case l.UniformMin.Duration > l.UniformMax.Duration:
+		return fmt.Errorf("scheduling.extenderLatency.uniformMax: %v is below uniformMin %v", l.UniformMax.Duration, l.UniformMin.Duration)
+	case kinds > 0 && (sch.Pinning == "" || sch.Pinning == "none"):
+		return fmt.Errorf("scheduling.extenderLatency: needs the extender (scheduling.pinning sticky or static)")
 	}
 	return nil
 }

@@ -49,6 +49,12 @@ func TestParseRejectsBadInputNamingTheField(t *testing.T) {
 		{"duration out of range", strings.Replace(valid, "cycles: 20", "cycles: 20, cycleTimeout: 10ms", 1), "churn.cycleTimeout"},
 		{"wrong type", strings.Replace(valid, "seed: 7", "seed: seven", 1), "seed"},
 		{"bad build name", valid + "builds: [\"Stock!\"]\n", "builds[0]"},
+		{"unknown pinning", valid + "scheduling: {pinning: glue}\n", "scheduling.pinning"},
+		{"static pin of an unknown statefulset", valid + "scheduling: {pinning: static, static: [{statefulSet: db, ordinal: 0, node: node-1}]}\n", "scheduling.static[0].statefulSet"},
+		{"static pins without static pinning", valid + "scheduling: {pinning: sticky, static: [{statefulSet: web, ordinal: 0, node: node-1}]}\n", "scheduling.static"},
+		{"two latency kinds", valid + "scheduling: {pinning: sticky, extenderLatency: {fixed: 1s, exponentialMean: 1s}}\n", "scheduling.extenderLatency"},
+		{"latency without the extender", valid + "scheduling: {extenderLatency: {fixed: 1s}}\n", "needs the extender"},
+		{"unknown latency field", valid + "scheduling: {pinning: sticky, extenderLatency: {fixd: 1s}}\n", "scheduling.extenderLatency.fixd: unknown field"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

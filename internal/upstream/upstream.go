@@ -30,6 +30,7 @@ type Binaries struct {
 	CSIProvisioner        string
 	KubeletSim            string
 	CSIDriver             string
+	PinExtender           string
 	// Versions maps binary name to the version it was built at.
 	Versions map[string]string
 }
@@ -57,7 +58,7 @@ func Ensure(ctx context.Context, repoRoot string, progress io.Writer) (Binaries,
 		return Binaries{}, err
 	}
 	// Our own binaries are part of this module; go build is quick when current.
-	for _, own := range []struct{ path, pkg string }{{b.KubeletSim, "./tools/kubelet-sim"}, {b.CSIDriver, "./tools/csi-driver"}} {
+	for _, own := range []struct{ path, pkg string }{{b.KubeletSim, "./tools/kubelet-sim"}, {b.CSIDriver, "./tools/csi-driver"}, {b.PinExtender, "./tools/pin-extender"}} {
 		build := exec.CommandContext(ctx, "go", "build", "-o", own.path, own.pkg)
 		build.Dir, build.Stdout, build.Stderr = repoRoot, progress, progress
 		if err := build.Run(); err != nil {
@@ -79,6 +80,7 @@ func FromDir(dir string) (Binaries, error) {
 		CSIProvisioner:        filepath.Join(dir, "csi-provisioner"),
 		KubeletSim:            filepath.Join(dir, "kubelet-sim"),
 		CSIDriver:             filepath.Join(dir, "csi-driver"),
+		PinExtender:           filepath.Join(dir, "pin-extender"),
 		Versions:              map[string]string{},
 	}
 	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.CSIAttacher, b.CSIProvisioner} {
@@ -122,7 +124,8 @@ func (b Binaries) Components(ctx context.Context) []cluster.Component {
 	}
 	out = append(out,
 		cluster.Component{Name: "kubelet-sim", Version: "simulated (strandlab)", Provenance: "github.com/strandlab/strandlab/tools/kubelet-sim"},
-		cluster.Component{Name: "csi-driver", Version: "strandlab hostpath", Provenance: "github.com/strandlab/strandlab/tools/csi-driver"})
+		cluster.Component{Name: "csi-driver", Version: "strandlab hostpath", Provenance: "github.com/strandlab/strandlab/tools/csi-driver"},
+		cluster.Component{Name: "pin-extender", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/pin-extender"})
 	return out
 }
 

@@ -18,6 +18,7 @@ type clusterPKI struct {
 	scheduler               string // kubeconfig, system:kube-scheduler
 	csiAttacher             string // kubeconfig, strandlab:csi-attacher
 	csiProvisioner          string // kubeconfig, strandlab:csi-provisioner
+	pinExtender             string // kubeconfig, strandlab:pin-extender
 	nodes                   map[string]string
 }
 
@@ -53,6 +54,7 @@ func writePKI(dir, server string, nodes []string) (*clusterPKI, error) {
 		{&out.scheduler, "kube-scheduler", pki.Identity{CommonName: "system:kube-scheduler"}},
 		{&out.csiAttacher, "csi-attacher", pki.Identity{CommonName: "strandlab:csi-attacher"}},
 		{&out.csiProvisioner, "csi-provisioner", pki.Identity{CommonName: "strandlab:csi-provisioner"}},
+		{&out.pinExtender, "pin-extender", pki.Identity{CommonName: "strandlab:pin-extender"}},
 	}
 	for _, i := range ids {
 		if *i.dst, err = ca.Kubeconfig(pkiDir, i.name, server, i.id); err != nil {

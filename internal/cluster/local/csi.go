@@ -44,10 +44,11 @@ func newCSILayout(clusterDir string) csiLayout {
 // it by the same rule (--csi-socket-dir).
 func (l csiLayout) nodeSocket(node string) string { return filepath.Join(l.dir, node+".sock") }
 
-// applyCSIObjects creates the sidecars' RBAC, the CSIDriver and the
-// StorageClass, with the driver renamed to name.
-func applyCSIObjects(ctx context.Context, client kubernetes.Interface, name string) error {
-	objs, err := decodeAll(manifests.CSIRBAC, manifests.CSIDriver)
+// applyObjects creates the RBAC of the CSI sidecars and the pinning
+// extender, the CSIDriver and the StorageClass, with the driver renamed to
+// name.
+func applyObjects(ctx context.Context, client kubernetes.Interface, name string) error {
+	objs, err := decodeAll(manifests.CSIRBAC, manifests.CSIDriver, manifests.ExtenderRBAC)
 	if err != nil {
 		return err
 	}
@@ -65,10 +66,10 @@ func applyCSIObjects(ctx context.Context, client kubernetes.Interface, name stri
 			o.Provisioner = name
 			_, err = client.StorageV1().StorageClasses().Create(ctx, o, metav1.CreateOptions{})
 		default:
-			err = fmt.Errorf("unexpected object %T in the CSI manifests", o)
+			err = fmt.Errorf("unexpected object %T in the manifests", o)
 		}
 		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("apply CSI manifests: %w", err)
+			return fmt.Errorf("apply manifests: %w", err)
 		}
 	}
 	return nil

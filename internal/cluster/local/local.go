@@ -112,7 +112,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		c.nodes = append(c.nodes, fmt.Sprintf("node-%d", i))
 	}
 
-	ports, err := freePorts(7)
+	ports, err := freePorts(8)
 	if err != nil {
 		return nil, err
 	}
@@ -199,7 +199,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		return nil, err
 	}
 	c.version = v.GitVersion
-	if err := applyCSIObjects(ctx, admin, driver); err != nil {
+	if err := applyObjects(ctx, admin, driver); err != nil {
 		return nil, err
 	}
 	csiChecks, err := p.startCSI(c, csi, driver, cfg, logDir, ports[5:7])
@@ -229,15 +229,24 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	if err != nil {
 		return nil, err
 	}
-	sched, err := c.procs.Start(process.Spec{Name: "kube-scheduler", Path: b.KubeScheduler, LogFile: filepath.Join(logDir, "kube-scheduler.log"), Args: []string{
-		"--kubeconfig=" + cfg.scheduler,
+	schedArgs := []string{
 		"--authentication-kubeconfig=" + cfg.scheduler,
 		"--authorization-kubeconfig=" + cfg.scheduler,
 		"--bind-address=127.0.0.1",
 		fmt.Sprintf("--secure-port=%d", schedPort),
 		"--cert-dir=" + filepath.Join(dir, "scheduler-certs"),
-		"--leader-elect=false",
-	}})
+	}
+	if spec.Extender != nil {
+		extReady, configArgs, err := p.startExtender(c, spec.Extender, cfg, logDir, ports[7])
+		if err != nil {
+			return nil, err
+		}
+		csiChecks = append(csiChecks, extReady)
+		schedArgs = append(schedArgs, configArgs...)
+	} else {
+		schedArgs = append(schedArgs, "--kubeconfig="+cfg.scheduler, "--leader-elect=false")
+	}
+	sched, err := c.procs.Start(process.Spec{Name: "kube-scheduler", Path: b.KubeScheduler, LogFile: filepath.Join(logDir, "kube-scheduler.log"), Args: schedArgs})
 	if err != nil {
 		return nil, err
 	}
@@ -261,7 +270,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		{kcm, httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), tlsSkip)},
 		{sched, httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), tlsSkip)},
 		{kubelets, func(ctx context.Context) error { return nodesReady(ctx, admin, c.nodes) }},
-	}, csiChecks...)
+	}, csiChecks...) // and the extender's, when there is one
 	errs := make([]error, len(checks))
 	var wg sync.WaitGroup
 	for i, chk := range checks {
@@ -276,7 +285,12 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		return nil, err
 	}
 	c.started = time.Since(begin)
-	c.components = b.Components(ctx)
+	for _, comp := range b.Components(ctx) {
+		if comp.Name == "pin-extender" && spec.Extender == nil {
+			continue // not run
+		}
+		c.components = append(c.components, comp)
+	}
 	klog.V(1).InfoS("Local cluster ready", "name", spec.Name, "nodes", len(c.nodes), "startSeconds", c.started.Seconds(), "dir", dir)
 	return c, nil
 }

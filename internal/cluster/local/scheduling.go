@@ -1,0 +1,53 @@
+package local
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/strandlab/strandlab/internal/extender"
+	"github.com/strandlab/strandlab/internal/process"
+)
+
+// startExtender starts the pinning extender and writes the scheduler
+// configuration that calls it. It returns the readiness check of the
+// extender and the kube-scheduler flags that replace the defaults.
+func (p *Provider) startExtender(c *Cluster, ext *extender.Config, cfg *clusterPKI, logDir string, port int) (readiness, []string, error) {
+	pinning := filepath.Join(c.dir, "pinning.json")
+	data, err := json.Marshal(ext)
+	if err != nil {
+		return readiness{}, nil, err
+	}
+	if err := os.WriteFile(pinning, data, 0o644); err != nil {
+		return readiness{}, nil, err
+	}
+	addr := fmt.Sprintf("127.0.0.1:%d", port)
+	proc, err := c.procs.Start(process.Spec{Name: "pin-extender", Path: p.Binaries.PinExtender, LogFile: filepath.Join(logDir, "pin-extender.log"),
+		Args: []string{"--bind=" + addr, "--kubeconfig=" + cfg.pinExtender, "--config=" + pinning}})
+	if err != nil {
+		return readiness{}, nil, err
+	}
+	// The extender's slowest answer must fit in the scheduler's timeout,
+	// or the "slow extender" becomes a failing one.
+	timeout := 30*time.Second + ext.Latency.Fixed + ext.Latency.UniformMax + 20*ext.Latency.Exponential
+	schedConfig := filepath.Join(c.dir, "kube-scheduler.yaml")
+	conf := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+leaderElection:
+  leaderElect: false
+extenders:
+- urlPrefix: "http://%s"
+  filterVerb: filter
+  nodeCacheCapable: true
+  ignorable: false
+  httpTimeout: %s
+`, cfg.scheduler, addr, timeout)
+	if err := os.WriteFile(schedConfig, []byte(conf), 0o644); err != nil {
+		return readiness{}, nil, err
+	}
+	return readiness{proc, httpGetOK("http://"+addr+"/healthz", nil)}, []string{"--config=" + schedConfig}, nil
+}

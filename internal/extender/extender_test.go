@@ -1,0 +1,190 @@
+package extender
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes/fake"
+	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+)
+
+func stsPod(set string, ordinal string) *corev1.Pod {
+	yes := true
+	return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: set + "-" + ordinal, Namespace: "ns",
+		OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "StatefulSet", Name: set, Controller: &yes}}}}
+}
+
+func TestKeyOf(t *testing.T) {
+	plain := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "ns"}}
+	tests := []struct {
+		name string
+		pod  *corev1.Pod
+		want Key
+		ok   bool
+	}{
+		{"statefulset pod", stsPod("web", "3"), Key{"ns", "web", 3}, true},
+		{"set name with dashes", stsPod("my-db", "12"), Key{"ns", "my-db", 12}, true},
+		{"no owner", plain, Key{}, false},
+		{"name without ordinal", stsPod("web", "x"), Key{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := KeyOf(tc.pod)
+			if got != tc.want || ok != tc.ok {
+				t.Errorf("KeyOf = %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+			if ok {
+				back, ok := parseConfigMapKey("ns", got.configMapKey())
+				if !ok || back != got {
+					t.Errorf("ConfigMap key %q does not round-trip: %v", got.configMapKey(), back)
+				}
+			}
+		})
+	}
+}
+
+func TestFilter(t *testing.T) {
+	pins := map[Key]string{{"ns", "web", 0}: "node-2", {"ns", "web", 1}: "node-9"}
+	lookup := func(k Key) (string, bool) { n, ok := pins[k]; return n, ok }
+	nodes := []string{"node-1", "node-2", "node-3"}
+	tests := []struct {
+		name       string
+		pod        *corev1.Pod
+		wantPassed []string
+		wantFailed int
+		reason     string
+	}{
+		{"pinned ordinal keeps only its node", stsPod("web", "0"), []string{"node-2"}, 2, "pinned to node node-2"},
+		{"pinned node gone: fails everywhere, says why", stsPod("web", "1"), []string{}, 3, "node-9, which is not a candidate"},
+		{"unpinned ordinal passes everywhere", stsPod("web", "2"), nodes, 0, ""},
+		{"not a statefulset pod passes everywhere", &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"}}, nodes, 0, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			passed, failed := Filter(tc.pod, nodes, lookup)
+			if strings.Join(passed, ",") != strings.Join(tc.wantPassed, ",") || len(failed) != tc.wantFailed {
+				t.Fatalf("passed %v failed %v", passed, failed)
+			}
+			for _, r := range failed {
+				if !strings.Contains(r, tc.reason) {
+					t.Errorf("reason %q lacks %q", r, tc.reason)
+				}
+			}
+		})
+	}
+}
+
+func TestLatency(t *testing.T) {
+	tests := []struct {
+		name     string
+		l        Latency
+		min, max time.Duration
+		invalid  bool
+	}{
+		{name: "none", l: Latency{}, min: 0, max: 0},
+		{name: "fixed", l: Latency{Fixed: time.Second}, min: time.Second, max: time.Second},
+		{name: "uniform", l: Latency{UniformMin: 100 * time.Millisecond, UniformMax: 200 * time.Millisecond, Seed: 3}, min: 100 * time.Millisecond, max: 200 * time.Millisecond},
+		{name: "exponential", l: Latency{Exponential: time.Second, Seed: 3}, min: 0, max: time.Hour},
+		{name: "two kinds", l: Latency{Fixed: 1, Exponential: 1}, invalid: true},
+		{name: "max below min", l: Latency{UniformMin: 2, UniformMax: 1}, invalid: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if err := tc.l.Validate(); (err != nil) != tc.invalid {
+				t.Fatalf("Validate = %v", err)
+			}
+			if tc.invalid {
+				return
+			}
+			a, b := newSampler(tc.l), newSampler(tc.l)
+			for i := 0; i < 100; i++ {
+				x, y := a.next(), b.next()
+				if x != y {
+					t.Fatalf("same seed, different draws: %v vs %v", x, y)
+				}
+				if x < tc.min || x > tc.max {
+					t.Fatalf("draw %v outside [%v, %v]", x, tc.min, tc.max)
+				}
+			}
+		})
+	}
+}
+
+func filterOver(t *testing.T, h http.Handler, pod *corev1.Pod, nodes []string) extenderv1.ExtenderFilterResult {
+	t.Helper()
+	body, _ := json.Marshal(extenderv1.ExtenderArgs{Pod: pod, NodeNames: &nodes})
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/filter", bytes.NewReader(body)))
+	var res extenderv1.ExtenderFilterResult
+	if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil {
+		t.Fatalf("response %q: %v", rec.Body.String(), err)
+	}
+	return res
+}
+
+// Sticky: the first placement is recorded in the ConfigMap and enforced
+// afterwards, also by a new extender instance (a restart).
+func TestStickyPinning(t *testing.T) {
+	client := fake.NewClientset()
+	e, err := New(Config{Sticky: true}, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() { _ = e.Run(ctx) }()
+	nodes := []string{"node-1", "node-2", "node-3"}
+
+	pod := stsPod("web", "0")
+	if res := filterOver(t, e.Handler(), pod, nodes); len(*res.NodeNames) != 3 {
+		t.Fatalf("first placement restricted: %+v", res)
+	}
+	pod.Spec.NodeName = "node-3"
+	if _, err := client.CoreV1().Pods("ns").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		cm, err := client.CoreV1().ConfigMaps("ns").Get(ctx, DefaultConfigMapName, metav1.GetOptions{})
+		return err == nil && cm.Data["web.0"] == "node-3", nil
+	}); err != nil {
+		t.Fatal("first placement not recorded in the ConfigMap")
+	}
+	replacement := stsPod("web", "0")
+	if res := filterOver(t, e.Handler(), replacement, nodes); len(*res.NodeNames) != 1 || (*res.NodeNames)[0] != "node-3" {
+		t.Fatalf("replacement not pinned: %+v", res)
+	}
+
+	restarted, err := New(Config{Sticky: true}, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = restarted.Run(ctx) }()
+	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+		n, ok := restarted.Pinned(Key{"ns", "web", 0})
+		return ok && n == "node-3", nil
+	}); err != nil {
+		t.Fatal("a restarted extender does not know the recorded pin")
+	}
+}
+
+func TestBadRequestIsAnError(t *testing.T) {
+	e, err := New(Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := httptest.NewRecorder()
+	e.Handler().ServeHTTP(rec, httptest.NewRequest(http.MethodPost, "/filter", strings.NewReader("{")))
+	var res extenderv1.ExtenderFilterResult
+	if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil || !strings.Contains(res.Error, "bad filter request") {
+		t.Errorf("result %+v, %v", res, err)
+	}
+}
