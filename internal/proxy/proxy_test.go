@@ -1,0 +1,279 @@
+package proxy
+
+import (
+	"bufio"
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/binary"
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"sync"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/kubernetes/scheme"
+
+	"github.com/strandlab/strandlab/internal/pki"
+)
+
+// certs are a CA and the identities of one proxy test.
+type certs struct {
+	pool                 *x509.CertPool
+	server, kcm, someone tls.Certificate
+}
+
+func newCerts(t testing.TB) certs {
+	dir := t.TempDir()
+	ca, err := pki.NewCA(dir, "ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	load := func(c, k string, err error) tls.Certificate {
+		if err != nil {
+			t.Fatal(err)
+		}
+		pair, err := tls.LoadX509KeyPair(c, k)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return pair
+	}
+	var out certs
+	out.pool = x509.NewCertPool()
+	out.pool.AddCert(ca.Cert)
+	out.server = load(ca.ServingCert(dir, "server", []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}))
+	out.kcm = load(ca.ClientCert(dir, "kcm", pki.Identity{CommonName: "system:kube-controller-manager"}))
+	out.someone = load(ca.ClientCert(dir, "someone", pki.Identity{CommonName: "someone-else"}))
+	return out
+}
+
+// upstream is a fake API server: it records who called, and serves a watch
+// stream of the frames written to its channel.
+type upstream struct {
+	srv    *httptest.Server
+	frames chan []byte
+	ct     string
+	mu     sync.Mutex
+	seen   []string // "cn|authorization" per request
+}
+
+func newUpstream(t testing.TB, c certs, contentType string) *upstream {
+	u := &upstream{frames: make(chan []byte, 100), ct: contentType}
+	u.srv = httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		cn := ""
+		if len(r.TLS.PeerCertificates) > 0 {
+			cn = r.TLS.PeerCertificates[0].Subject.CommonName
+		}
+		u.mu.Lock()
+		u.seen = append(u.seen, cn+"|"+r.Header.Get("Authorization"))
+		u.mu.Unlock()
+		if r.URL.Query().Get("watch") != "true" {
+			_, _ = w.Write([]byte("{}"))
+			return
+		}
+		w.Header().Set("Content-Type", u.ct)
+		w.WriteHeader(http.StatusOK)
+		w.(http.Flusher).Flush()
+		for f := range u.frames {
+			if _, err := w.Write(f); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+	}))
+	u.srv.TLS = &tls.Config{Certificates: []tls.Certificate{c.server}, ClientAuth: tls.VerifyClientCertIfGiven, ClientCAs: c.pool}
+	u.srv.StartTLS()
+	t.Cleanup(func() { close(u.frames); u.srv.Close() })
+	return u
+}
+
+func startProxy(t testing.TB, c certs, up *upstream, profile Profile) (*Proxy, *httptest.Server) {
+	target, _ := url.Parse(up.srv.URL)
+	p, err := New(Config{Upstream: target, UpstreamCAs: c.pool, Identity: c.kcm, Profile: profile})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewUnstartedServer(p)
+	srv.TLS = &tls.Config{Certificates: []tls.Certificate{c.server}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: c.pool, NextProtos: []string{"h2", "http/1.1"}}
+	srv.EnableHTTP2 = true
+	srv.StartTLS()
+	t.Cleanup(srv.Close)
+	return p, srv
+}
+
+func clientWith(c certs, id *tls.Certificate) *http.Client {
+	cfg := &tls.Config{RootCAs: c.pool}
+	if id != nil {
+		cfg.Certificates = []tls.Certificate{*id}
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
+}
+
+func TestIdentityIsPreserved(t *testing.T) {
+	c := newCerts(t)
+	up := newUpstream(t, c, "application/json")
+	_, srv := startProxy(t, c, up, Profile{})
+	tests := []struct {
+		name     string
+		id       *tls.Certificate
+		token    string
+		wantCode int
+		wantSeen string
+	}{
+		{"controller certificate is forwarded as the controller", &c.kcm, "", 200, "system:kube-controller-manager|"},
+		{"a service account token is forwarded alone", &c.kcm, "Bearer sa-token", 200, "|Bearer sa-token"},
+		{"anyone else is refused", &c.someone, "", 403, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			up.mu.Lock()
+			up.seen = nil
+			up.mu.Unlock()
+			req, _ := http.NewRequest(http.MethodGet, srv.URL+"/api/v1/namespaces/x/secrets/y", nil)
+			if tc.token != "" {
+				req.Header.Set("Authorization", tc.token)
+			}
+			resp, err := clientWith(c, tc.id).Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != tc.wantCode {
+				t.Fatalf("status %d, want %d", resp.StatusCode, tc.wantCode)
+			}
+			up.mu.Lock()
+			defer up.mu.Unlock()
+			if tc.wantSeen == "" && len(up.seen) != 0 || tc.wantSeen != "" && (len(up.seen) != 1 || up.seen[0] != tc.wantSeen) {
+				t.Errorf("upstream saw %q, want %q", up.seen, tc.wantSeen)
+			}
+		})
+	}
+	// A client without any certificate cannot even complete the handshake.
+	if _, err := clientWith(c, nil).Get(srv.URL + "/api/v1/nodes"); err == nil {
+		t.Error("request without a client certificate succeeded")
+	}
+}
+
+func nodeWith(volumes ...string) *corev1.Node {
+	n := &corev1.Node{TypeMeta: metav1.TypeMeta{Kind: "Node", APIVersion: "v1"}, ObjectMeta: metav1.ObjectMeta{Name: "node-1"}}
+	for _, v := range volumes {
+		n.Status.VolumesAttached = append(n.Status.VolumesAttached, corev1.AttachedVolume{Name: corev1.UniqueVolumeName(v)})
+	}
+	return n
+}
+
+func jsonFrame(t testing.TB, typ string, obj runtime.Object) []byte {
+	raw, err := json.Marshal(obj)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]any{"type": typ, "object": json.RawMessage(raw)})
+	return append(b, '\n')
+}
+
+func protoFrameOf(t testing.TB, typ string, obj runtime.Object) []byte {
+	info, _ := runtime.SerializerInfoForMediaType(scheme.Codecs.SupportedMediaTypes(), runtime.ContentTypeProtobuf)
+	var buf bytes.Buffer
+	if err := scheme.Codecs.EncoderForVersion(info.Serializer, corev1.SchemeGroupVersion).Encode(obj, &buf); err != nil {
+		t.Fatal(err)
+	}
+	we := metav1.WatchEvent{Type: typ, Object: runtime.RawExtension{Raw: buf.Bytes()}}
+	payload, err := we.Marshal()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := make([]byte, 4+len(payload))
+	binary.BigEndian.PutUint32(out, uint32(len(payload)))
+	copy(out[4:], payload)
+	return out
+}
+
+// The removal of a volume from a node's status is held back; the event after
+// it, which matches no rule, still comes after it; every frame arrives
+// byte for byte.
+func TestWatchEventsAreDelayedInOrder(t *testing.T) {
+	const hold = 400 * time.Millisecond
+	profile := Profile{Rules: []Rule{{Resource: "nodes", EventTypes: []string{"MODIFIED"}, Predicate: PredicateVolumesAttachedRemoved, Delay: Delay{Fixed: hold}}}}
+	encodings := []struct {
+		name  string
+		ct    string
+		frame func(testing.TB, string, runtime.Object) []byte
+		split func(io.Reader) FrameReader
+	}{
+		{"JSON", "application/json", jsonFrame, NewJSONFrameReader},
+		{"protobuf", "application/vnd.kubernetes.protobuf;stream=watch", protoFrameOf, NewProtobufFrameReader},
+	}
+	for _, enc := range encodings {
+		t.Run(enc.name, func(t *testing.T) {
+			c := newCerts(t)
+			up := newUpstream(t, c, enc.ct)
+			p, srv := startProxy(t, c, up, profile)
+			resp, err := clientWith(c, &c.kcm).Get(srv.URL + "/api/v1/nodes?watch=true")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			if resp.ProtoMajor != 2 {
+				t.Errorf("client spoke HTTP/%d, want HTTP/2", resp.ProtoMajor)
+			}
+			sent := [][]byte{
+				enc.frame(t, "ADDED", nodeWith("v1")),
+				enc.frame(t, "MODIFIED", nodeWith()),     // v1 removed: held
+				enc.frame(t, "MODIFIED", nodeWith("v2")), // no removal: must not overtake
+			}
+			frames := enc.split(bufio.NewReader(resp.Body))
+			var at []time.Duration
+			start := time.Now()
+			for i, f := range sent {
+				up.frames <- f
+				got, err := frames.Next()
+				if err != nil {
+					t.Fatalf("frame %d: %v", i, err)
+				}
+				at = append(at, time.Since(start))
+				if !bytes.Equal(got, f) {
+					t.Fatalf("frame %d changed in transit", i)
+				}
+			}
+			if at[0] > hold/2 {
+				t.Errorf("unmatched first event took %v", at[0])
+			}
+			if at[1]-at[0] < hold {
+				t.Errorf("removal event arrived %v after the first, want at least %v", at[1]-at[0], hold)
+			}
+			cnt := p.metrics.counters()
+			if cnt.EventsDelayed != 1 || cnt.Undecodable != 0 {
+				t.Errorf("counters %+v, want exactly one delayed event", cnt)
+			}
+		})
+	}
+}
+
+func TestRequestInfo(t *testing.T) {
+	tests := []struct{ method, path, want string }{
+		{"GET", "/api/v1/nodes?watch=true", "WATCH nodes"},
+		{"GET", "/api/v1/nodes", "LIST nodes"},
+		{"GET", "/api/v1/nodes/node-1", "GET nodes"},
+		{"PATCH", "/api/v1/nodes/node-1/status", "PATCH nodes/status"},
+		{"GET", "/apis/storage.k8s.io/v1/volumeattachments?watch=1", "WATCH volumeattachments"},
+		{"POST", "/api/v1/namespaces/ns/pods", "CREATE pods"},
+		{"DELETE", "/apis/storage.k8s.io/v1/volumeattachments/csi-1", "DELETE volumeattachments"},
+		{"PUT", "/api/v1/namespaces/ns/pods/p/status", "UPDATE pods/status"},
+		{"GET", "/api/v1/namespaces/ns", "GET namespaces"},
+		{"GET", "/healthz", "GET nonresource"},
+	}
+	for _, tc := range tests {
+		r := httptest.NewRequest(tc.method, tc.path, nil)
+		if got := requestInfoOf(r).key(); got != tc.want {
+			t.Errorf("%s %s = %q, want %q", tc.method, tc.path, got, tc.want)
+		}
+	}
+}
