@@ -40,6 +40,9 @@ type Target struct {
 type Config struct {
 	Namespace    string
 	Targets      []Target // candidates; each cycle picks one with the seeded RNG
+	// RoundRobin takes the targets in turn instead (each pod the same
+	// number of times).
+	RoundRobin bool
 	Cycles       int
 	Seed         int64
 	CycleTimeout time.Duration
@@ -85,7 +88,10 @@ func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, 
 	start := time.Now()
 	lastProgress := start
 	for i := 0; i < cfg.Cycles; i++ {
-		t := cfg.Targets[rng.IntN(len(cfg.Targets))]
+		t := cfg.Targets[i%len(cfg.Targets)]
+		if !cfg.RoundRobin {
+			t = cfg.Targets[rng.IntN(len(cfg.Targets))]
+		}
 		c, err := runCycle(ctx, client, pods, cfg, i, workload.PodName(t.StatefulSet, t.Ordinal))
 		if ctx.Err() != nil {
 			res.Interrupted = true

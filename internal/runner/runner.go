@@ -192,7 +192,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	fmt.Fprintf(opts.Progress, ">> churning: %d cycles, seed %d\n", sc.Churn.Cycles, sc.Seed)
 	prov := knownBuilds[build]
 	res, err := churn.Run(ctx, client, pods, churn.Config{
-		Namespace: Namespace, Targets: targets, Cycles: sc.Churn.Cycles, Seed: sc.Seed,
+		Namespace: Namespace, Targets: targets, Cycles: sc.Churn.Cycles, Seed: sc.Seed, RoundRobin: sc.Churn.Order == "roundRobin",
 		CycleTimeout: sc.Churn.CycleTimeout.Duration, Progress: opts.Progress, ProgressEvery: 5 * time.Second,
 		OnProgress: func(done churn.Result) {
 			partial := report.BuildFromChurn(build, prov, done)

@@ -87,6 +87,9 @@ type ExtenderLatency struct {
 type Churn struct {
 	// Cycles is the number of delete/recreate cycles.
 	Cycles int `json:"cycles"`
+	// Order of the pods deleted: random (default, seeded) or roundRobin
+	// (every pod the same number of times).
+	Order string `json:"order,omitempty"`
 	// CycleTimeout bounds one cycle: a replacement not Running by then fails
 	// the cycle. Default 2m.
 	CycleTimeout Duration `json:"cycleTimeout,omitempty"`
@@ -186,6 +189,9 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Churn.Cycles < 0 || s.Churn.Cycles > 1_000_000 {
 		return fmt.Errorf("churn.cycles: %d out of range [0, 1000000]", s.Churn.Cycles)
+	}
+	if o := s.Churn.Order; o != "" && o != "random" && o != "roundRobin" {
+		return fmt.Errorf("churn.order: %q is not random or roundRobin", o)
 	}
 	if d := s.Churn.CycleTimeout.Duration; d < minCycleTimeout || d > maxCycleTimeout {
 		return fmt.Errorf("churn.cycleTimeout: %v out of range [%v, %v]", d, minCycleTimeout, maxCycleTimeout)
