@@ -38,11 +38,11 @@ type Target struct {
 
 // Config is one run's churn.
 type Config struct {
-	Namespace    string
-	Targets      []Target // candidates; each cycle picks one with the seeded RNG
+	Namespace string
+	Targets   []Target // candidates; each cycle picks one with the seeded RNG
 	// RoundRobin takes the targets in turn instead (each pod the same
 	// number of times).
-	RoundRobin bool
+	RoundRobin   bool
 	Cycles       int
 	Seed         int64
 	CycleTimeout time.Duration
