@@ -11,6 +11,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/strandlab/strandlab/internal/extender"
+	"github.com/strandlab/strandlab/internal/proxy"
 )
 
 // Spec is what the harness asks of a cluster.
@@ -30,6 +31,9 @@ type Spec struct {
 	// Extender, if set, runs the pinning scheduler extender with this
 	// configuration and makes kube-scheduler call it.
 	Extender *extender.Config
+	// Proxy, if set, puts the throttling proxy with this fault profile
+	// between kube-controller-manager and kube-apiserver.
+	Proxy *proxy.Profile
 	// ControllerManagerArgs are extra kube-controller-manager flags (a later
 	// flag of the same name wins over the provider's default).
 	ControllerManagerArgs []string
@@ -74,6 +78,14 @@ type Cluster interface {
 	// Stop tears the cluster down, unless it is kept, and releases everything
 	// it holds. It is safe to call more than once.
 	Stop(ctx context.Context) error
+}
+
+// ProxiedCluster is a cluster whose controller manager talks to the API
+// server through the throttling proxy.
+type ProxiedCluster interface {
+	Cluster
+	// ProxyCounters are the proxy's totals since the cluster started.
+	ProxyCounters(ctx context.Context) (proxy.Counters, error)
 }
 
 // Provider starts clusters of one kind.

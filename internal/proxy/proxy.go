@@ -96,9 +96,14 @@ func (p *Proxy) reverseProxy(cfg Config, tlsConfig *tls.Config) *httputil.Revers
 // ServeHTTP checks the caller, applies throttling and latency, counts the
 // request and forwards it.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.TLS == nil || len(r.TLS.PeerCertificates) == 0 || r.TLS.PeerCertificates[0].Subject.CommonName != p.identityCN {
-		// Only the controller itself may borrow its identity.
-		http.Error(w, "strandlab proxy: only "+p.identityCN+" may use this proxy", http.StatusForbidden)
+	// A request with a bearer token (a controller's service account: the
+	// controller manager builds those clients without its certificate) goes
+	// upstream with the token alone, so it can never gain anything. Any other
+	// request borrows the controller's certificate upstream, which only the
+	// controller itself, proven by the same certificate, may do.
+	token := strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ")
+	if !token && (r.TLS == nil || len(r.TLS.PeerCertificates) == 0 || r.TLS.PeerCertificates[0].Subject.CommonName != p.identityCN) {
+		http.Error(w, "strandlab proxy: only "+p.identityCN+" (or a bearer token) may use this proxy", http.StatusForbidden)
 		return
 	}
 	info := requestInfoOf(r)
@@ -118,7 +123,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	rw := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	ctx := context.WithValue(r.Context(), infoKey{}, info)
-	if strings.HasPrefix(r.Header.Get("Authorization"), "Bearer ") {
+	if token {
 		p.tokenOnly.ServeHTTP(rw, r.WithContext(ctx))
 	} else {
 		p.withCert.ServeHTTP(rw, r.WithContext(ctx))

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strandlab/strandlab/internal/churn"
+	"github.com/strandlab/strandlab/internal/proxy"
 	"github.com/strandlab/strandlab/internal/stats"
 )
 
@@ -132,6 +133,21 @@ func BuildFromChurn(name string, prov Provenance, res churn.Result) Build {
 	b.AttachToRunningMS = percentilesMS(toRunning)
 	b.DeleteToRunningMS = percentilesMS(deleteToRunning)
 	return b
+}
+
+// AddProxyCounters fills the build's controller request counts per cycle
+// (requests during the churn / cycles) and the proxy's figures (over the
+// build's whole cluster lifetime, startup included) from the proxy's
+// counters before and after the churn.
+func AddProxyCounters(b *Build, before, after proxy.Counters) {
+	if b.Cycles > 0 {
+		for k, n := range after.Requests {
+			if d := n - before.Requests[k]; d > 0 {
+				b.APIRequestsPerCycle[k] = float64(d) / float64(b.Cycles)
+			}
+		}
+	}
+	b.Proxy = ProxyStats{EventsDelayed: after.EventsDelayed, MaxQueueDepth: after.MaxQueueDepth}
 }
 
 func percentilesMS(ds []time.Duration) Percentiles {

@@ -20,6 +20,7 @@ import (
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/extender"
+	"github.com/strandlab/strandlab/internal/proxy"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/scenario"
 	"github.com/strandlab/strandlab/internal/upstream"
@@ -136,7 +137,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	fmt.Fprintf(opts.Progress, ">> build %s: starting a %d-node %s cluster\n", build, sc.Cluster.Nodes, provider.Name())
 	c, err := provider.Start(ctx, cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep,
 		CSIDriverName: sc.Cluster.CSIDriver, NodeStatusUpdateFrequency: sc.Cluster.NodeStatusUpdateFrequency.Duration,
-		Extender: extenderConfig(sc)})
+		Extender: extenderConfig(sc), Proxy: proxyProfile(sc)})
 	if err != nil {
 		return nil, fmt.Errorf("build %s: start cluster: %w", build, err)
 	}
@@ -191,6 +192,15 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 
 	fmt.Fprintf(opts.Progress, ">> churning: %d cycles, seed %d\n", sc.Churn.Cycles, sc.Seed)
 	prov := knownBuilds[build]
+	// The proxy's counters are read around the churn, so that startup
+	// (informers listing everything) does not count per cycle.
+	proxied, _ := c.(cluster.ProxiedCluster)
+	var before proxy.Counters
+	if proxied != nil && sc.Proxy != nil {
+		if before, err = proxied.ProxyCounters(ctx); err != nil {
+			return nil, fmt.Errorf("build %s: %w", build, err)
+		}
+	}
 	res, err := churn.Run(ctx, client, pods, churn.Config{
 		Namespace: Namespace, Targets: targets, Cycles: sc.Churn.Cycles, Seed: sc.Seed, RoundRobin: sc.Churn.Order == "roundRobin",
 		CycleTimeout: sc.Churn.CycleTimeout.Duration, Progress: opts.Progress, ProgressEvery: 5 * time.Second,
@@ -204,6 +214,13 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		},
 	})
 	b := report.BuildFromChurn(build, prov, res)
+	if proxied != nil && sc.Proxy != nil {
+		after, cerr := proxied.ProxyCounters(context.Background())
+		if cerr != nil {
+			return &b, errors.Join(err, fmt.Errorf("build %s: %w", build, cerr))
+		}
+		report.AddProxyCounters(&b, before, after)
+	}
 	if res.Interrupted {
 		fmt.Fprintf(opts.Progress, ">> interrupted after %d cycles\n", len(res.Cycles))
 	}
@@ -255,4 +272,12 @@ func extenderConfig(sc *scenario.Scenario) *extender.Config {
 		cfg.Static = append(cfg.Static, extender.StaticPin{Namespace: Namespace, StatefulSet: p.StatefulSet, Ordinal: p.Ordinal, Node: p.Node})
 	}
 	return cfg
+}
+
+func proxyProfile(sc *scenario.Scenario) *proxy.Profile {
+	if sc.Proxy == nil {
+		return nil
+	}
+	p := sc.Proxy.Profile(sc.Seed)
+	return &p
 }

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/strandlab/strandlab/internal/proxy"
 )
 
 // Scenario is one experiment.
@@ -26,6 +28,10 @@ type Scenario struct {
 	Churn    Churn    `json:"churn"`
 	// Scheduling configures the pinning scheduler extender.
 	Scheduling Scheduling `json:"scheduling,omitempty"`
+	// Proxy, when present, puts the throttling proxy between
+	// kube-controller-manager and kube-apiserver with this fault profile
+	// (an empty section: the proxy without faults).
+	Proxy *Proxy `json:"proxy,omitempty"`
 	// Builds are the controller builds to compare; default [stock].
 	Builds []string `json:"builds,omitempty"`
 }
@@ -82,6 +88,28 @@ type ExtenderLatency struct {
 	UniformMax      Duration `json:"uniformMax,omitempty"`
 	ExponentialMean Duration `json:"exponentialMean,omitempty"`
 }
+
+// Proxy is the throttling proxy's fault profile.
+type Proxy struct {
+	Rules          []ProxyRule `json:"rules,omitempty"`
+	RequestLatency Delay       `json:"requestLatency,omitempty"`
+	QPS            float64     `json:"qps,omitempty"`
+	Burst          int         `json:"burst,omitempty"`
+	QueueLimit     int         `json:"queueLimit,omitempty"`
+}
+
+// ProxyRule delays the watch events of a resource that match.
+type ProxyRule struct {
+	Resource   string   `json:"resource"`
+	EventTypes []string `json:"eventTypes,omitempty"`
+	// Predicate: volumesAttachedRemoved or volumesAttachedAdded (nodes).
+	Predicate string `json:"predicate,omitempty"`
+	Delay     Delay  `json:"delay"`
+}
+
+// Delay is a distribution: one of fixed, uniformMin+uniformMax,
+// exponentialMean.
+type Delay = ExtenderLatency
 
 // Churn is how pods are deleted and recreated.
 type Churn struct {
@@ -199,6 +227,12 @@ func (s *Scenario) Validate() error {
 	if err := s.validateScheduling(seen); err != nil {
 		return err
 	}
+	if s.Proxy != nil {
+		profile := s.Proxy.Profile(s.Seed)
+		if err := profile.Validate(); err != nil {
+			return fmt.Errorf("proxy.%w", err)
+		}
+	}
 	for i, b := range s.Builds {
 		if !dnsLabel.MatchString(b) {
 			return fmt.Errorf("builds[%d]: %q is not a valid build name", i, b)
@@ -248,4 +282,16 @@ func (s *Scenario) validateScheduling(statefulSets map[string]bool) error {
 		return fmt.Errorf("scheduling.extenderLatency: needs the extender (scheduling.pinning sticky or static)")
 	}
 	return nil
+}
+
+// Profile is the proxy's profile for this scenario, seeded with seed.
+func (p *Proxy) Profile(seed int64) proxy.Profile {
+	delay := func(d Delay) proxy.Delay {
+		return proxy.Delay{Fixed: d.Fixed.Duration, UniformMin: d.UniformMin.Duration, UniformMax: d.UniformMax.Duration, Exponential: d.ExponentialMean.Duration}
+	}
+	out := proxy.Profile{RequestLatency: delay(p.RequestLatency), QPS: p.QPS, Burst: p.Burst, QueueLimit: p.QueueLimit, Seed: uint64(seed)}
+	for _, r := range p.Rules {
+		out.Rules = append(out.Rules, proxy.Rule{Resource: r.Resource, EventTypes: r.EventTypes, Predicate: r.Predicate, Delay: delay(r.Delay)})
+	}
+	return out
 }

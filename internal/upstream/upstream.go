@@ -31,6 +31,7 @@ type Binaries struct {
 	KubeletSim            string
 	CSIDriver             string
 	PinExtender           string
+	APIProxy              string
 	// Versions maps binary name to the version it was built at.
 	Versions map[string]string
 }
@@ -58,7 +59,7 @@ func Ensure(ctx context.Context, repoRoot string, progress io.Writer) (Binaries,
 		return Binaries{}, err
 	}
 	// Our own binaries are part of this module; go build is quick when current.
-	for _, own := range []struct{ path, pkg string }{{b.KubeletSim, "./tools/kubelet-sim"}, {b.CSIDriver, "./tools/csi-driver"}, {b.PinExtender, "./tools/pin-extender"}} {
+	for _, own := range []struct{ path, pkg string }{{b.KubeletSim, "./tools/kubelet-sim"}, {b.CSIDriver, "./tools/csi-driver"}, {b.PinExtender, "./tools/pin-extender"}, {b.APIProxy, "./tools/apiproxy"}} {
 		build := exec.CommandContext(ctx, "go", "build", "-o", own.path, own.pkg)
 		build.Dir, build.Stdout, build.Stderr = repoRoot, progress, progress
 		if err := build.Run(); err != nil {
@@ -81,6 +82,7 @@ func FromDir(dir string) (Binaries, error) {
 		KubeletSim:            filepath.Join(dir, "kubelet-sim"),
 		CSIDriver:             filepath.Join(dir, "csi-driver"),
 		PinExtender:           filepath.Join(dir, "pin-extender"),
+		APIProxy:              filepath.Join(dir, "apiproxy"),
 		Versions:              map[string]string{},
 	}
 	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.CSIAttacher, b.CSIProvisioner} {
@@ -125,7 +127,8 @@ func (b Binaries) Components(ctx context.Context) []cluster.Component {
 	out = append(out,
 		cluster.Component{Name: "kubelet-sim", Version: "simulated (strandlab)", Provenance: "github.com/strandlab/strandlab/tools/kubelet-sim"},
 		cluster.Component{Name: "csi-driver", Version: "strandlab hostpath", Provenance: "github.com/strandlab/strandlab/tools/csi-driver"},
-		cluster.Component{Name: "pin-extender", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/pin-extender"})
+		cluster.Component{Name: "pin-extender", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/pin-extender"},
+		cluster.Component{Name: "apiproxy", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/apiproxy"})
 	return out
 }
 

@@ -20,6 +20,10 @@ type clusterPKI struct {
 	csiProvisioner          string // kubeconfig, strandlab:csi-provisioner
 	pinExtender             string // kubeconfig, strandlab:pin-extender
 	nodes                   map[string]string
+	// The throttling proxy's serving certificate, and the controller
+	// manager's client certificate it forwards with.
+	proxyCert, proxyKey string
+	kcmCert, kcmKey     string
 }
 
 // writePKI issues one identity per component so that each is authorized as
@@ -38,6 +42,10 @@ func writePKI(dir, server string, nodes []string) (*clusterPKI, error) {
 	out.servingCert, out.servingKey, err = ca.ServingCert(pkiDir, "kube-apiserver",
 		[]string{"localhost", "kubernetes", "kubernetes.default", "kubernetes.default.svc", "kubernetes.default.svc.cluster.local"},
 		[]net.IP{net.ParseIP("127.0.0.1"), net.ParseIP("10.96.0.1")})
+	if err != nil {
+		return nil, err
+	}
+	out.proxyCert, out.proxyKey, err = ca.ServingCert(pkiDir, "apiproxy", []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
 	if err != nil {
 		return nil, err
 	}
@@ -61,6 +69,7 @@ func writePKI(dir, server string, nodes []string) (*clusterPKI, error) {
 			return nil, err
 		}
 	}
+	out.kcmCert, out.kcmKey = filepath.Join(pkiDir, "kube-controller-manager.crt"), filepath.Join(pkiDir, "kube-controller-manager.key")
 	for _, n := range nodes {
 		if out.nodes[n], err = ca.Kubeconfig(pkiDir, n, server, pki.Identity{CommonName: "system:node:" + n, Organization: []string{"system:nodes"}}); err != nil {
 			return nil, err

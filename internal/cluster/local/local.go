@@ -53,6 +53,7 @@ type Cluster struct {
 	components []cluster.Component
 	version    string
 	started    time.Duration
+	proxyAdmin string // http://127.0.0.1:port of the proxy's admin server, if any
 	keep       bool
 	procs      *process.Group
 
@@ -112,7 +113,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		c.nodes = append(c.nodes, fmt.Sprintf("node-%d", i))
 	}
 
-	ports, err := freePorts(8)
+	ports, err := freePorts(10)
 	if err != nil {
 		return nil, err
 	}
@@ -207,8 +208,19 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		return nil, err
 	}
 
+	kcmKubeconfig := cfg.controllerManager
+	if spec.Proxy != nil {
+		ready, kubeconfig, err := p.startProxy(c, spec.Proxy, cfg, server, logDir, ports[8], ports[9])
+		if err != nil {
+			return nil, err
+		}
+		if err := ready.proc.WaitReady(ctx, 100*time.Millisecond, ready.check); err != nil {
+			return nil, err
+		}
+		kcmKubeconfig = kubeconfig
+	}
 	kcmArgs := append([]string{
-		"--kubeconfig=" + cfg.controllerManager,
+		"--kubeconfig=" + kcmKubeconfig,
 		"--authentication-kubeconfig=" + cfg.controllerManager,
 		"--authorization-kubeconfig=" + cfg.controllerManager,
 		"--bind-address=127.0.0.1",
@@ -286,7 +298,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	}
 	c.started = time.Since(begin)
 	for _, comp := range b.Components(ctx) {
-		if comp.Name == "pin-extender" && spec.Extender == nil {
+		if comp.Name == "pin-extender" && spec.Extender == nil || comp.Name == "apiproxy" && spec.Proxy == nil {
 			continue // not run
 		}
 		c.components = append(c.components, comp)
