@@ -107,6 +107,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info := requestInfoOf(r)
+	// Counted when it starts: a watch may last for the cluster's lifetime.
+	p.metrics.started(info.key())
 	if p.limiter != nil {
 		if err := p.limiter.Wait(r.Context()); err != nil {
 			return
@@ -128,7 +130,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	} else {
 		p.withCert.ServeHTTP(rw, r.WithContext(ctx))
 	}
-	p.metrics.request(info.key(), rw.code)
+	p.metrics.finished(info.key(), rw.code)
 }
 
 type infoKey struct{}
@@ -271,10 +273,13 @@ type metrics struct {
 
 func newMetrics() *metrics { return &metrics{requests: map[string]int64{}, prom: newPromMetrics()} }
 
-func (m *metrics) request(key string, code int) {
+func (m *metrics) started(key string) {
 	m.mu.Lock()
 	m.requests[key]++
 	m.mu.Unlock()
+}
+
+func (m *metrics) finished(key string, code int) {
 	verb, resource, _ := strings.Cut(key, " ")
 	m.prom.requests.WithLabelValues(verb, resource, fmt.Sprint(code)).Inc()
 }
