@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/binary"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -109,12 +110,18 @@ func startProxy(t testing.TB, c certs, up *upstream, profile Profile) (*Proxy, *
 	return p, srv
 }
 
-func clientWith(c certs, id *tls.Certificate) *http.Client {
+func clientWith(c certs, id *tls.Certificate) *http.Client { return clientProto(c, id, true) }
+
+// clientProto speaks HTTP/2 or, with http2 false, HTTP/1.1 only.
+func clientProto(c certs, id *tls.Certificate, http2 bool) *http.Client {
 	cfg := &tls.Config{RootCAs: c.pool}
 	if id != nil {
 		cfg.Certificates = []tls.Certificate{*id}
 	}
-	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: true}}
+	if !http2 {
+		cfg.NextProtos = []string{"http/1.1"}
+	}
+	return &http.Client{Transport: &http.Transport{TLSClientConfig: cfg, ForceAttemptHTTP2: http2}}
 }
 
 func TestIdentityIsPreserved(t *testing.T) {
@@ -210,48 +217,50 @@ func TestWatchEventsAreDelayedInOrder(t *testing.T) {
 		{"protobuf", "application/vnd.kubernetes.protobuf;stream=watch", protoFrameOf, NewProtobufFrameReader},
 	}
 	for _, enc := range encodings {
-		t.Run(enc.name, func(t *testing.T) {
-			c := newCerts(t)
-			up := newUpstream(t, c, enc.ct)
-			p, srv := startProxy(t, c, up, profile)
-			resp, err := clientWith(c, &c.kcm).Get(srv.URL + "/api/v1/nodes?watch=true")
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer resp.Body.Close()
-			if resp.ProtoMajor != 2 {
-				t.Errorf("client spoke HTTP/%d, want HTTP/2", resp.ProtoMajor)
-			}
-			sent := [][]byte{
-				enc.frame(t, "ADDED", nodeWith("v1")),
-				enc.frame(t, "MODIFIED", nodeWith()),     // v1 removed: held
-				enc.frame(t, "MODIFIED", nodeWith("v2")), // no removal: must not overtake
-			}
-			frames := enc.split(bufio.NewReader(resp.Body))
-			var at []time.Duration
-			start := time.Now()
-			for i, f := range sent {
-				up.frames <- f
-				got, err := frames.Next()
+		for _, proto := range []int{1, 2} {
+			t.Run(fmt.Sprintf("%s over HTTP/%d", enc.name, proto), func(t *testing.T) {
+				c := newCerts(t)
+				up := newUpstream(t, c, enc.ct)
+				p, srv := startProxy(t, c, up, profile)
+				resp, err := clientProto(c, &c.kcm, proto == 2).Get(srv.URL + "/api/v1/nodes?watch=true")
 				if err != nil {
-					t.Fatalf("frame %d: %v", i, err)
+					t.Fatal(err)
 				}
-				at = append(at, time.Since(start))
-				if !bytes.Equal(got, f) {
-					t.Fatalf("frame %d changed in transit", i)
+				defer resp.Body.Close()
+				if resp.ProtoMajor != proto {
+					t.Errorf("client spoke HTTP/%d, want HTTP/%d", resp.ProtoMajor, proto)
 				}
-			}
-			if at[0] > hold/2 {
-				t.Errorf("unmatched first event took %v", at[0])
-			}
-			if at[1]-at[0] < hold {
-				t.Errorf("removal event arrived %v after the first, want at least %v", at[1]-at[0], hold)
-			}
-			cnt := p.metrics.counters()
-			if cnt.EventsDelayed != 1 || cnt.Undecodable != 0 {
-				t.Errorf("counters %+v, want exactly one delayed event", cnt)
-			}
-		})
+				sent := [][]byte{
+					enc.frame(t, "ADDED", nodeWith("v1")),
+					enc.frame(t, "MODIFIED", nodeWith()),     // v1 removed: held
+					enc.frame(t, "MODIFIED", nodeWith("v2")), // no removal: must not overtake
+				}
+				frames := enc.split(bufio.NewReader(resp.Body))
+				var at []time.Duration
+				start := time.Now()
+				for i, f := range sent {
+					up.frames <- f
+					got, err := frames.Next()
+					if err != nil {
+						t.Fatalf("frame %d: %v", i, err)
+					}
+					at = append(at, time.Since(start))
+					if !bytes.Equal(got, f) {
+						t.Fatalf("frame %d changed in transit", i)
+					}
+				}
+				if at[0] > hold/2 {
+					t.Errorf("unmatched first event took %v", at[0])
+				}
+				if at[1]-at[0] < hold {
+					t.Errorf("removal event arrived %v after the first, want at least %v", at[1]-at[0], hold)
+				}
+				cnt := p.metrics.counters()
+				if cnt.EventsDelayed != 1 || cnt.Undecodable != 0 {
+					t.Errorf("counters %+v, want exactly one delayed event", cnt)
+				}
+			})
+		}
 	}
 }
 
