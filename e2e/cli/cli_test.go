@@ -223,6 +223,39 @@ func TestSmokeRunWritesTheReport(t *testing.T) {
 	assertNothingLeft(t, r)
 }
 
+// With the throttling proxy in the scenario, the report carries the
+// controller's requests per cycle and the proxy's delayed events.
+func TestProxyFiguresInTheReport(t *testing.T) {
+	scenarioFile := filepath.Join(t.TempDir(), "proxied.yaml")
+	scenario := `name: proxied
+seed: 5
+cluster: {nodes: 2, nodeStatusUpdateFrequency: 1s}
+workload:
+  statefulSets: [{name: web, replicas: 2, volumesPerPod: 1}]
+proxy:
+  rules: [{resource: nodes, delay: {fixed: 200ms}}]
+churn: {cycles: 2}
+`
+	if err := os.WriteFile(scenarioFile, []byte(scenario), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, "--scenario", scenarioFile)
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d:\n%s", code, r.text())
+	}
+	rep := readReport(t, r.lastStdoutLine())
+	b := rep.Builds[0]
+	if b.Proxy.EventsDelayed == 0 || b.Proxy.MaxQueueDepth == 0 {
+		t.Errorf("proxy figures %+v: no node event held back", b.Proxy)
+	}
+	if len(b.APIRequestsPerCycle) == 0 {
+		t.Error("api_requests_per_cycle is empty")
+	}
+	if rep.Components["apiproxy"].Version == "" {
+		t.Errorf("apiproxy missing from components: %v", rep.Components)
+	}
+}
+
 var keptRe = regexp.MustCompile(`kubeconfig: (\S+)`)
 var downRe = regexp.MustCompile(`strandlab down (\S+)`)
 
