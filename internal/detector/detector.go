@@ -1,0 +1,241 @@
+// Package detector finds stranded volumes and safety violations, exactly as
+// DESIGN.md defines them, in a snapshot of API objects. It is pure: no API
+// calls, no clock; callers pass snapshots (from informers or a one-off list)
+// and their times.
+package detector
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+)
+
+// Kind of finding.
+type Kind string
+
+const (
+	// Stranded: attached (VolumeAttachment attached) but missing from the
+	// node's status.volumesAttached while a pod on the node needs it.
+	Stranded Kind = "stranded"
+	// ListedNotAttached: safety violation (a) — listed in
+	// status.volumesAttached with no attached, live VolumeAttachment, while a
+	// pod on the node may mount it.
+	ListedNotAttached Kind = "listed_not_attached"
+	// DetachedUnderMount: safety violation (b) — the VolumeAttachment is being
+	// deleted or gone while a pod on the node still has the volume mounted.
+	DetachedUnderMount Kind = "detached_under_mount"
+)
+
+// Snapshot is the API state at one time.
+type Snapshot struct {
+	Time              time.Time
+	Pods              []corev1.Pod
+	Nodes             []corev1.Node
+	PVCs              []corev1.PersistentVolumeClaim
+	PVs               []corev1.PersistentVolume
+	VolumeAttachments []storagev1.VolumeAttachment
+	CSIDrivers        []storagev1.CSIDriver
+}
+
+// Finding is one condition on one (pod, node, volume).
+type Finding struct {
+	Kind   Kind   `json:"kind"`
+	Pod    string `json:"pod"` // namespace/name
+	Node   string `json:"node"`
+	Volume string `json:"volume"` // unique volume name
+	PV     string `json:"pv"`
+	// VolumeAttachment is the attachment's name, if one exists.
+	VolumeAttachment string `json:"volume_attachment,omitempty"`
+	// Since is when the condition was first seen holding continuously
+	// (set by a Tracker; equal to the snapshot time from Check).
+	Since    time.Time `json:"since"`
+	Evidence string    `json:"evidence"`
+}
+
+// Key identifies a finding across snapshots.
+func (f Finding) Key() string { return string(f.Kind) + "|" + f.Pod + "|" + f.Node + "|" + f.Volume }
+
+// UniqueVolumeName of a CSI volume: kubernetes.io/csi/<driver>^<handle>.
+func UniqueVolumeName(driver, handle string) string {
+	return "kubernetes.io/csi/" + driver + "^" + handle
+}
+
+// podVolume is one attachable CSI volume a pod uses.
+type podVolume struct {
+	pod    *corev1.Pod
+	pv     *corev1.PersistentVolume
+	unique string
+}
+
+// Check returns the conditions that hold in s, without any threshold.
+func Check(s Snapshot) []Finding {
+	pvcs := map[string]*corev1.PersistentVolumeClaim{}
+	for i := range s.PVCs {
+		pvcs[s.PVCs[i].Namespace+"/"+s.PVCs[i].Name] = &s.PVCs[i]
+	}
+	pvs := map[string]*corev1.PersistentVolume{}
+	for i := range s.PVs {
+		pvs[s.PVs[i].Name] = &s.PVs[i]
+	}
+	noAttach := map[string]bool{}
+	for _, d := range s.CSIDrivers {
+		if d.Spec.AttachRequired != nil && !*d.Spec.AttachRequired {
+			noAttach[d.Name] = true
+		}
+	}
+	nodes := map[string]*corev1.Node{}
+	for i := range s.Nodes {
+		nodes[s.Nodes[i].Name] = &s.Nodes[i]
+	}
+	// VolumeAttachments by (PV name, node).
+	vas := map[[2]string]*storagev1.VolumeAttachment{}
+	for i := range s.VolumeAttachments {
+		va := &s.VolumeAttachments[i]
+		if pv := va.Spec.Source.PersistentVolumeName; pv != nil {
+			vas[[2]string{*pv, va.Spec.NodeName}] = va
+		}
+	}
+
+	var uses []podVolume
+	for i := range s.Pods {
+		pod := &s.Pods[i]
+		if pod.Spec.NodeName == "" {
+			continue
+		}
+		for _, v := range pod.Spec.Volumes {
+			if v.PersistentVolumeClaim == nil {
+				continue
+			}
+			pvc := pvcs[pod.Namespace+"/"+v.PersistentVolumeClaim.ClaimName]
+			if pvc == nil || pvc.Spec.VolumeName == "" {
+				continue
+			}
+			pv := pvs[pvc.Spec.VolumeName]
+			if pv == nil || pv.Spec.CSI == nil || noAttach[pv.Spec.CSI.Driver] {
+				continue // not an attachable CSI volume: nothing to strand
+			}
+			uses = append(uses, podVolume{pod: pod, pv: pv, unique: UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)})
+		}
+	}
+
+	var out []Finding
+	for _, u := range uses {
+		node := nodes[u.pod.Spec.NodeName]
+		if node == nil {
+			continue
+		}
+		listed := slices.ContainsFunc(node.Status.VolumesAttached, func(a corev1.AttachedVolume) bool { return string(a.Name) == u.unique })
+		va := vas[[2]string{u.pv.Name, node.Name}]
+		f := Finding{Pod: u.pod.Namespace + "/" + u.pod.Name, Node: node.Name, Volume: u.unique, PV: u.pv.Name, Since: s.Time}
+		if va != nil {
+			f.VolumeAttachment = va.Name
+		}
+		vaLive := va != nil && va.DeletionTimestamp == nil
+		vaAttached := vaLive && va.Status.Attached
+		switch {
+		case u.pod.DeletionTimestamp == nil && vaAttached && !listed:
+			f.Kind = Stranded
+			f.Evidence = fmt.Sprintf("VolumeAttachment %s attached=true, volume absent from node %s status.volumesAttached %v", va.Name, node.Name, attachedNames(node))
+		case listed && !vaAttached && mayMount(u.pod):
+			f.Kind = ListedNotAttached
+			f.Evidence = fmt.Sprintf("volume listed in node %s status.volumesAttached, but %s", node.Name, attachmentState(va))
+		case !vaLive && hasMounted(u.pod):
+			f.Kind = DetachedUnderMount
+			f.Evidence = fmt.Sprintf("%s while pod %s still has the volume mounted", attachmentState(va), f.Pod)
+		default:
+			continue
+		}
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out
+}
+
+// mayMount: the pod is on its node and not finished, so the kubelet is
+// mounting or has mounted its volumes.
+func mayMount(pod *corev1.Pod) bool {
+	return pod.Status.Phase != corev1.PodSucceeded && pod.Status.Phase != corev1.PodFailed
+}
+
+// hasMounted: a container of the pod started (its volumes were mounted
+// before), and the pod still exists, so the kubelet has not confirmed
+// unmounting (it confirms deletion only after unmounting).
+func hasMounted(pod *corev1.Pod) bool {
+	for _, cs := range pod.Status.ContainerStatuses {
+		if cs.State.Running != nil || cs.State.Terminated != nil {
+			return true
+		}
+	}
+	return false
+}
+
+func attachmentState(va *storagev1.VolumeAttachment) string {
+	switch {
+	case va == nil:
+		return "no VolumeAttachment exists"
+	case va.DeletionTimestamp != nil:
+		return fmt.Sprintf("VolumeAttachment %s is being deleted", va.Name)
+	case !va.Status.Attached:
+		return fmt.Sprintf("VolumeAttachment %s is not attached", va.Name)
+	}
+	return fmt.Sprintf("VolumeAttachment %s is attached", va.Name)
+}
+
+func attachedNames(n *corev1.Node) []string {
+	var out []string
+	for _, a := range n.Status.VolumesAttached {
+		out = append(out, string(a.Name))
+	}
+	return out
+}
+
+// Tracker applies the threshold: a finding is reported once its condition
+// has held in every snapshot for longer than the threshold (stranding,
+// default 30 s) — the attach/detach controller normally reports within one
+// 100 ms loop, so anything longer is not a race of the moment.
+type Tracker struct {
+	// Threshold for Stranded; safety violations use SafetyThreshold.
+	Threshold       time.Duration
+	SafetyThreshold time.Duration
+	since           map[string]time.Time
+}
+
+// NewTracker returns a tracker with the given thresholds.
+func NewTracker(stranding, safety time.Duration) *Tracker {
+	return &Tracker{Threshold: stranding, SafetyThreshold: safety, since: map[string]time.Time{}}
+}
+
+// Observe takes the next snapshot and returns the findings past their
+// threshold, with Since set to when each condition began.
+func (t *Tracker) Observe(s Snapshot) []Finding {
+	current := Check(s)
+	seen := map[string]bool{}
+	var out []Finding
+	for _, f := range current {
+		k := f.Key()
+		seen[k] = true
+		first, ok := t.since[k]
+		if !ok {
+			first = s.Time
+			t.since[k] = first
+		}
+		threshold := t.SafetyThreshold
+		if f.Kind == Stranded {
+			threshold = t.Threshold
+		}
+		if s.Time.Sub(first) > threshold || threshold == 0 {
+			f.Since = first
+			out = append(out, f)
+		}
+	}
+	for k := range t.since {
+		if !seen[k] {
+			delete(t.since, k) // the condition broke: it must hold continuously
+		}
+	}
+	return out
+}

@@ -1,0 +1,159 @@
+package detector
+
+import (
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+const driver = "hostpath.csi.k8s.io"
+
+var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+
+// world builds a snapshot: pod web-0 with PVC data-0-web-0 -> PV pv-0
+// (handle h0), and node-1/node-2, adjusted by the options.
+type world struct {
+	podNode     string
+	podDeleting bool
+	podRunning  bool
+	podPhase    corev1.PodPhase
+	listedOn    []string // nodes listing the volume in volumesAttached
+	va          *vaState
+}
+
+type vaState struct {
+	node     string
+	attached bool
+	deleting bool
+}
+
+func (w world) snapshot(at time.Time) Snapshot {
+	pvName := "pv-0"
+	pod := corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "ns"},
+		Spec: corev1.PodSpec{NodeName: w.podNode, Volumes: []corev1.Volume{{Name: "data",
+			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-0-web-0"}}}}},
+		Status: corev1.PodStatus{Phase: w.podPhase},
+	}
+	if pod.Status.Phase == "" {
+		pod.Status.Phase = corev1.PodPending
+	}
+	if w.podDeleting {
+		pod.DeletionTimestamp = &metav1.Time{Time: t0}
+	}
+	if w.podRunning {
+		pod.Status.Phase = corev1.PodRunning
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
+	} else {
+		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}
+	}
+	s := Snapshot{
+		Time: at,
+		Pods: []corev1.Pod{pod},
+		PVCs: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data-0-web-0", Namespace: "ns"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pvName}}},
+		PVs: []corev1.PersistentVolume{{ObjectMeta: metav1.ObjectMeta{Name: pvName},
+			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "h0"}}}}},
+	}
+	for _, n := range []string{"node-1", "node-2"} {
+		node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}
+		for _, l := range w.listedOn {
+			if l == n {
+				node.Status.VolumesAttached = []corev1.AttachedVolume{{Name: corev1.UniqueVolumeName(UniqueVolumeName(driver, "h0"))}}
+			}
+		}
+		s.Nodes = append(s.Nodes, node)
+	}
+	if w.va != nil {
+		va := storagev1.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "csi-x"},
+			Spec:   storagev1.VolumeAttachmentSpec{Attacher: driver, NodeName: w.va.node, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}},
+			Status: storagev1.VolumeAttachmentStatus{Attached: w.va.attached}}
+		if w.va.deleting {
+			va.DeletionTimestamp = &metav1.Time{Time: t0}
+		}
+		s.VolumeAttachments = []storagev1.VolumeAttachment{va}
+	}
+	return s
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		name string
+		w    world
+		want Kind // "" = no finding
+	}{
+		{"attached and listed: healthy", world{podNode: "node-1", podRunning: true, listedOn: []string{"node-1"}, va: &vaState{"node-1", true, false}}, ""},
+		{"attached, not listed: stranded", world{podNode: "node-1", listedOn: nil, va: &vaState{"node-1", true, false}}, Stranded},
+		{"VolumeAttachment being deleted: not stranded", world{podNode: "node-1", va: &vaState{"node-1", true, true}}, ""},
+		{"attachment on another node than the pod: not stranded", world{podNode: "node-2", va: &vaState{"node-1", true, false}}, ""},
+		{"pod terminating: not stranded", world{podNode: "node-1", podDeleting: true, va: &vaState{"node-1", true, false}}, ""},
+		{"attaching (not yet attached), not listed: not stranded", world{podNode: "node-1", va: &vaState{"node-1", false, false}}, ""},
+		{"listed with no attachment: safety violation", world{podNode: "node-1", listedOn: []string{"node-1"}}, ListedNotAttached},
+		{"listed while the attachment is being deleted: safety violation", world{podNode: "node-1", podRunning: true, listedOn: []string{"node-1"}, va: &vaState{"node-1", true, true}}, ListedNotAttached},
+		{"listed, pod finished: no violation", world{podNode: "node-1", podPhase: corev1.PodSucceeded, listedOn: []string{"node-1"}}, ""},
+		{"detached under a running pod: safety violation", world{podNode: "node-1", podRunning: true}, DetachedUnderMount},
+		{"no attachment yet for a pod that never mounted: fine", world{podNode: "node-1"}, ""},
+		{"unscheduled pod: nothing", world{podNode: ""}, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := Check(tc.w.snapshot(t0))
+			if tc.want == "" {
+				if len(got) != 0 {
+					t.Fatalf("findings %+v, want none", got)
+				}
+				return
+			}
+			if len(got) != 1 || got[0].Kind != tc.want {
+				t.Fatalf("findings %+v, want one %s", got, tc.want)
+			}
+			f := got[0]
+			if f.Pod != "ns/web-0" || f.Volume != "kubernetes.io/csi/hostpath.csi.k8s.io^h0" || f.PV != "pv-0" || f.Evidence == "" {
+				t.Errorf("finding %+v", f)
+			}
+		})
+	}
+}
+
+func TestAttachNotRequiredIsIgnored(t *testing.T) {
+	s := world{podNode: "node-1", va: &vaState{"node-1", true, false}}.snapshot(t0)
+	no := false
+	s.CSIDrivers = []storagev1.CSIDriver{{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: storagev1.CSIDriverSpec{AttachRequired: &no}}}
+	if got := Check(s); len(got) != 0 {
+		t.Errorf("findings for a driver without attach: %+v", got)
+	}
+}
+
+func TestTrackerThreshold(t *testing.T) {
+	stranded := world{podNode: "node-1", va: &vaState{"node-1", true, false}}
+	healthy := world{podNode: "node-1", podRunning: true, listedOn: []string{"node-1"}, va: &vaState{"node-1", true, false}}
+	steps := []struct {
+		at   time.Duration
+		w    world
+		want int
+	}{
+		{0, stranded, 0},
+		{20 * time.Second, stranded, 0},
+		{25 * time.Second, healthy, 0}, // the condition broke: the clock restarts
+		{30 * time.Second, stranded, 0},
+		{59 * time.Second, stranded, 0},
+		{61 * time.Second, stranded, 1}, // held > 30 s since 30 s
+	}
+	tr := NewTracker(30*time.Second, 0)
+	for _, st := range steps {
+		got := tr.Observe(st.w.snapshot(t0.Add(st.at)))
+		if len(got) != st.want {
+			t.Fatalf("at %v: %d findings, want %d", st.at, len(got), st.want)
+		}
+		if len(got) == 1 && !got[0].Since.Equal(t0.Add(30*time.Second)) {
+			t.Errorf("since %v, want the start of the unbroken run", got[0].Since)
+		}
+	}
+	// Safety violations with a zero threshold are reported at once.
+	tr = NewTracker(30*time.Second, 0)
+	if got := tr.Observe(world{podNode: "node-1", listedOn: []string{"node-1"}}.snapshot(t0)); len(got) != 1 || got[0].Kind != ListedNotAttached {
+		t.Errorf("safety violation not reported at once: %+v", got)
+	}
+}
