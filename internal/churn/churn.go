@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/strandlab/strandlab/internal/detector"
 	"github.com/strandlab/strandlab/internal/workload"
 )
 
@@ -28,6 +29,8 @@ const (
 	Running Outcome = "running"
 	// TimedOut: the replacement was not Running within the cycle timeout.
 	TimedOut Outcome = "timed_out"
+	// Stranded: the detector found the replacement's volume stranded.
+	Stranded Outcome = "stranded"
 )
 
 // Target is a pod the runner may delete.
@@ -52,6 +55,10 @@ type Config struct {
 	// OnProgress, if set, is called with the cycles so far at every progress
 	// tick (the runner writes its partial report there).
 	OnProgress func(Result)
+	// StrandedPod, if set, reports a stranding of the pod's volume found by
+	// the detector (pod as namespace/name); a cycle ends as Stranded when
+	// one began after the cycle's delete.
+	StrandedPod func(pod string) (detector.Finding, bool)
 }
 
 // Cycle is what happened in one delete/recreate cycle.
@@ -67,6 +74,13 @@ type Cycle struct {
 	// Running (creationTimestamp has only second precision).
 	CreateToRunning time.Duration `json:"create_to_running_ns,omitempty"`
 	Error           string        `json:"error,omitempty"`
+	// DeletedAt and ReplacementSeenAt anchor the cycle's timeline.
+	DeletedAt         time.Time `json:"deleted_at"`
+	ReplacementSeenAt time.Time `json:"replacement_seen_at,omitempty"`
+	// Stranding is the detector's finding for a Stranded cycle.
+	Stranding *detector.Finding `json:"stranding,omitempty"`
+	// DetectedAt is when the stranding was reported.
+	DetectedAt time.Time `json:"detected_at,omitempty"`
 }
 
 // Result is a finished (or interrupted) run.
@@ -133,6 +147,7 @@ func runCycle(ctx context.Context, client kubernetes.Interface, pods *workload.P
 	c.OldNode = old.Spec.NodeName
 
 	deleted := time.Now()
+	c.DeletedAt = deleted
 	err := client.CoreV1().Pods(cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{
 		Preconditions: metav1.NewUIDPreconditions(string(old.UID)),
 	})
@@ -142,14 +157,36 @@ func runCycle(ctx context.Context, client kubernetes.Interface, pods *workload.P
 	log.V(2).Info("Deleted pod", "uid", old.UID, "node", c.OldNode)
 
 	var replacement *corev1.Pod
-	err = pods.WaitFor(wctx, func(p *Pods) bool {
+	running := func(p *Pods) bool {
 		pod := p.Get(name)
 		if pod != nil && pod.UID != old.UID && workload.IsRunning(pod) {
 			replacement = pod
 			return true
 		}
 		return false
-	})
+	}
+	// Wait for the replacement in slices of a second, asking the detector
+	// in between: a stranded volume never produces a pod event.
+	for {
+		slice, cancelSlice := context.WithTimeout(wctx, time.Second)
+		err = pods.WaitFor(slice, running)
+		cancelSlice()
+		if err == nil || wctx.Err() != nil {
+			break
+		}
+		if cfg.StrandedPod == nil {
+			continue
+		}
+		if f, ok := cfg.StrandedPod(cfg.Namespace + "/" + name); ok && f.Since.After(deleted) {
+			c.Outcome, c.Stranding, c.DetectedAt = Stranded, &f, time.Now()
+			c.NewNode = f.Node
+			if pod := pods.Get(name); pod != nil && pod.UID != old.UID {
+				c.ReplacementSeenAt = pods.FirstSeen(pod.UID)
+			}
+			log.Info("Volume stranded", "node", f.Node, "volume", f.Volume, "evidence", f.Evidence)
+			return c, nil
+		}
+	}
 	if err != nil {
 		if ctx.Err() != nil {
 			return c, ctx.Err()
@@ -162,11 +199,12 @@ func runCycle(ctx context.Context, client kubernetes.Interface, pods *workload.P
 		log.Info("Cycle timed out", "err", c.Error)
 		return c, nil
 	}
-	running := time.Now()
+	runningAt := time.Now()
 	c.Outcome = Running
+	c.ReplacementSeenAt = pods.FirstSeen(replacement.UID)
 	c.NewNode = replacement.Spec.NodeName
-	c.DeleteToRunning = running.Sub(deleted)
-	c.CreateToRunning = running.Sub(pods.FirstSeen(replacement.UID))
+	c.DeleteToRunning = runningAt.Sub(deleted)
+	c.CreateToRunning = runningAt.Sub(c.ReplacementSeenAt)
 	log.V(2).Info("Replacement running", "node", c.NewNode, "deleteToRunning", c.DeleteToRunning)
 	return c, nil
 }
@@ -175,10 +213,13 @@ func runCycle(ctx context.Context, client kubernetes.Interface, pods *workload.P
 type Pods = workload.Pods
 
 func printProgress(w io.Writer, done []Cycle, total int, elapsed time.Duration) {
-	failed := 0
+	failed, stranded := 0, 0
 	for _, c := range done {
-		if c.Outcome != Running {
+		switch c.Outcome {
+		case TimedOut:
 			failed++
+		case Stranded:
+			stranded++
 		}
 	}
 	rate := float64(len(done)) / elapsed.Seconds()
@@ -186,6 +227,6 @@ func printProgress(w io.Writer, done []Cycle, total int, elapsed time.Duration) 
 	if rate > 0 {
 		eta = time.Duration(float64(total-len(done)) / rate * float64(time.Second)).Round(time.Second).String()
 	}
-	fmt.Fprintf(w, "cycles %d/%d  %.2f/s  not running %d  elapsed %s  ETA %s\n",
-		len(done), total, rate, failed, elapsed.Round(time.Second), eta)
+	fmt.Fprintf(w, "cycles %d/%d  %.2f/s  stranded %d  timed out %d  elapsed %s  ETA %s\n",
+		len(done), total, rate, stranded, failed, elapsed.Round(time.Second), eta)
 }

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/strandlab/strandlab/internal/churn"
+	"github.com/strandlab/strandlab/internal/detector"
 	"github.com/strandlab/strandlab/internal/proxy"
 	"github.com/strandlab/strandlab/internal/stats"
 )
@@ -101,12 +102,18 @@ type TimelineEntry struct {
 // BuildFromChurn summarises a churn result for one build. Cycle-level facts
 // the churn runner cannot know yet (strandings, proxy counters, API request
 // counts) are filled in by their own components.
-func BuildFromChurn(name string, prov Provenance, res churn.Result) Build {
+func BuildFromChurn(name string, prov Provenance, res churn.Result, safety []detector.Finding) Build {
 	b := Build{Name: name, Provenance: prov, Cycles: len(res.Cycles),
 		APIRequestsPerCycle: map[string]float64{}, Strandings: []Stranding{}, CycleLog: res.Cycles}
 	var toRunning, deleteToRunning []time.Duration
 	same, moved := 0, 0
+	b.SafetyViolations = len(safety)
 	for _, c := range res.Cycles {
+		if c.Outcome == churn.Stranded {
+			b.Stranded++
+			b.Strandings = append(b.Strandings, strandingOf(c))
+			continue
+		}
 		if c.Outcome != churn.Running {
 			b.CyclesNotRunning++
 			continue
@@ -133,6 +140,21 @@ func BuildFromChurn(name string, prov Provenance, res churn.Result) Build {
 	b.AttachToRunningMS = percentilesMS(toRunning)
 	b.DeleteToRunningMS = percentilesMS(deleteToRunning)
 	return b
+}
+
+// strandingOf is a stranded cycle's report entry; the timeline is in
+// milliseconds from the delete that started the cycle.
+func strandingOf(c churn.Cycle) Stranding {
+	f := c.Stranding
+	ms := func(t time.Time) float64 { return float64(t.Sub(c.DeletedAt).Microseconds()) / 1000 }
+	timeline := []TimelineEntry{{TMS: 0, Source: "runner", Event: fmt.Sprintf("deleted pod %s (on %s)", c.Pod, c.OldNode)}}
+	if !c.ReplacementSeenAt.IsZero() {
+		timeline = append(timeline, TimelineEntry{TMS: ms(c.ReplacementSeenAt), Source: "runner", Event: "replacement pod created"})
+	}
+	timeline = append(timeline,
+		TimelineEntry{TMS: ms(f.Since), Source: "detector", Event: f.Evidence},
+		TimelineEntry{TMS: ms(c.DetectedAt), Source: "detector", Event: "still stranded past the threshold: counted"})
+	return Stranding{Cycle: c.Index, Pod: f.Pod, Node: f.Node, Volume: f.Volume, DetectedAfterMS: ms(c.DetectedAt), Timeline: timeline}
 }
 
 // AddProxyCounters fills the build's controller request counts per cycle

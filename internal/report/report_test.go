@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/strandlab/strandlab/internal/churn"
+	"github.com/strandlab/strandlab/internal/detector"
 )
 
 func TestBuildFromChurn(t *testing.T) {
@@ -19,7 +20,7 @@ func TestBuildFromChurn(t *testing.T) {
 		{Outcome: churn.Running, OldNode: "n1", NewNode: "n1", CreateToRunning: 20 * ms, DeleteToRunning: 200 * ms},
 		{Outcome: churn.TimedOut, OldNode: "n1"},
 	}}
-	b := BuildFromChurn("stock", Provenance{Module: "m"}, res)
+	b := BuildFromChurn("stock", Provenance{Module: "m"}, res, nil)
 	tests := []struct {
 		name      string
 		got, want any
@@ -41,12 +42,29 @@ func TestBuildFromChurn(t *testing.T) {
 	}
 }
 
+func TestStrandedCycleIsCountedWithItsTimeline(t *testing.T) {
+	del := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	f := detector.Finding{Kind: detector.Stranded, Pod: "ns/web-0", Node: "node-1", Volume: "kubernetes.io/csi/d^h", Since: del.Add(2 * time.Second), Evidence: "absent"}
+	res := churn.Result{Elapsed: time.Second, Cycles: []churn.Cycle{
+		{Index: 0, Outcome: churn.Running},
+		{Index: 1, Pod: "web-0", Outcome: churn.Stranded, DeletedAt: del, ReplacementSeenAt: del.Add(time.Second), Stranding: &f, DetectedAt: del.Add(33 * time.Second)},
+	}}
+	b := BuildFromChurn("stock", Provenance{}, res, []detector.Finding{{Kind: detector.ListedNotAttached}})
+	if b.Stranded != 1 || b.StrandedRate != 0.5 || b.SafetyViolations != 1 || b.CyclesNotRunning != 0 {
+		t.Fatalf("build %+v", b)
+	}
+	s := b.Strandings[0]
+	if s.Cycle != 1 || s.Node != "node-1" || s.DetectedAfterMS != 33000 || len(s.Timeline) != 4 || s.Timeline[2].TMS != 2000 {
+		t.Errorf("stranding %+v", s)
+	}
+}
+
 func TestWriteIsCompleteAndCopiedToLatest(t *testing.T) {
 	dir := t.TempDir()
 	runDir, latest := filepath.Join(dir, "run-1"), filepath.Join(dir, "latest")
 	r := &Report{RunID: "run-1", Scenario: "smoke", Provider: "local", Seed: 1, KubernetesVersion: "v1.37.2",
 		Components: map[string]Component{"etcd": {Version: "3.7.0"}},
-		Builds:     []Build{BuildFromChurn("stock", Provenance{Module: "m"}, churn.Result{})}, Complete: true}
+		Builds:     []Build{BuildFromChurn("stock", Provenance{Module: "m"}, churn.Result{}, nil)}, Complete: true}
 	if err := Write(r, runDir, latest); err != nil {
 		t.Fatal(err)
 	}

@@ -190,6 +190,10 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		return nil, fmt.Errorf("build %s: workload pods not Running within 3m (see %s/logs)", build, outDir)
 	}
 
+	strands, err := startStrandWatch(ctx, client, Namespace, sc.Churn.StrandingThreshold.Duration)
+	if err != nil {
+		return nil, fmt.Errorf("build %s: %w", build, err)
+	}
 	fmt.Fprintf(opts.Progress, ">> churning: %d cycles, seed %d\n", sc.Churn.Cycles, sc.Seed)
 	prov := knownBuilds[build]
 	// The proxy's counters are read around the churn, so that startup
@@ -204,8 +208,9 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	res, err := churn.Run(ctx, client, pods, churn.Config{
 		Namespace: Namespace, Targets: targets, Cycles: sc.Churn.Cycles, Seed: sc.Seed, RoundRobin: sc.Churn.Order == "roundRobin",
 		CycleTimeout: sc.Churn.CycleTimeout.Duration, Progress: opts.Progress, ProgressEvery: 5 * time.Second,
+		StrandedPod: strands.StrandedPod,
 		OnProgress: func(done churn.Result) {
-			partial := report.BuildFromChurn(build, prov, done)
+			partial := report.BuildFromChurn(build, prov, done, strands.SafetyViolations())
 			rep.Builds = append(rep.Builds, partial)
 			if err := save(); err != nil {
 				klog.ErrorS(err, "Writing the partial report failed")
@@ -213,7 +218,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 			rep.Builds = rep.Builds[:len(rep.Builds)-1]
 		},
 	})
-	b := report.BuildFromChurn(build, prov, res)
+	b := report.BuildFromChurn(build, prov, res, strands.SafetyViolations())
 	if proxied != nil && sc.Proxy != nil {
 		after, cerr := proxied.ProxyCounters(context.Background())
 		if cerr != nil {

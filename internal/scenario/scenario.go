@@ -118,6 +118,9 @@ type Churn struct {
 	// Order of the pods deleted: random (default, seeded) or roundRobin
 	// (every pod the same number of times).
 	Order string `json:"order,omitempty"`
+	// StrandingThreshold: how long a volume must stay stranded (attached,
+	// absent from node status) before it counts (default 30s).
+	StrandingThreshold Duration `json:"strandingThreshold,omitempty"`
 	// CycleTimeout bounds one cycle: a replacement not Running by then fails
 	// the cycle. Default 2m.
 	CycleTimeout Duration `json:"cycleTimeout,omitempty"`
@@ -177,6 +180,9 @@ func (s *Scenario) setDefaults() {
 	if len(s.Builds) == 0 {
 		s.Builds = []string{"stock"}
 	}
+	if s.Churn.StrandingThreshold.Duration == 0 {
+		s.Churn.StrandingThreshold.Duration = 30 * time.Second
+	}
 }
 
 // Validate reports the first invalid field, by its path.
@@ -217,6 +223,9 @@ func (s *Scenario) Validate() error {
 	}
 	if s.Churn.Cycles < 0 || s.Churn.Cycles > 1_000_000 {
 		return fmt.Errorf("churn.cycles: %d out of range [0, 1000000]", s.Churn.Cycles)
+	}
+	if d := s.Churn.StrandingThreshold.Duration; d < time.Second || d >= s.Churn.CycleTimeout.Duration {
+		return fmt.Errorf("churn.strandingThreshold: %v must be at least 1s and below churn.cycleTimeout (%v)", d, s.Churn.CycleTimeout.Duration)
 	}
 	if o := s.Churn.Order; o != "" && o != "random" && o != "roundRobin" {
 		return fmt.Errorf("churn.order: %q is not random or roundRobin", o)

@@ -1,0 +1,109 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/strandlab/strandlab/internal/detector"
+)
+
+// strandWatch feeds the detector a snapshot of the API objects every
+// second, from informer caches, and remembers what it found.
+type strandWatch struct {
+	mu       sync.Mutex
+	stranded map[string]detector.Finding // by pod (namespace/name), latest
+	safety   map[string]detector.Finding // by finding key, first report
+}
+
+// startStrandWatch runs until ctx ends.
+func startStrandWatch(ctx context.Context, client kubernetes.Interface, namespace string, threshold time.Duration) (*strandWatch, error) {
+	nsFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
+	factory := informers.NewSharedInformerFactory(client, 0)
+	pods, pvcs := nsFactory.Core().V1().Pods(), nsFactory.Core().V1().PersistentVolumeClaims()
+	nodes, pvs := factory.Core().V1().Nodes(), factory.Core().V1().PersistentVolumes()
+	vas, drivers := factory.Storage().V1().VolumeAttachments(), factory.Storage().V1().CSIDrivers()
+	synced := []cache.InformerSynced{pods.Informer().HasSynced, pvcs.Informer().HasSynced, nodes.Informer().HasSynced,
+		pvs.Informer().HasSynced, vas.Informer().HasSynced, drivers.Informer().HasSynced}
+	nsFactory.Start(ctx.Done())
+	factory.Start(ctx.Done())
+	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
+		return nil, fmt.Errorf("detector caches did not sync: %w", ctx.Err())
+	}
+	w := &strandWatch{stranded: map[string]detector.Finding{}, safety: map[string]detector.Finding{}}
+	// Safety violations are reported at once: snapshot skew between caches
+	// is far below the 1 s sampling, and these windows are the bug.
+	tracker := detector.NewTracker(threshold, 0)
+	go func() {
+		t := time.NewTicker(time.Second)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case now := <-t.C:
+				s := detector.Snapshot{Time: now}
+				for _, p := range must(pods.Lister().List(labels.Everything())) {
+					s.Pods = append(s.Pods, *p)
+				}
+				for _, o := range must(pvcs.Lister().List(labels.Everything())) {
+					s.PVCs = append(s.PVCs, *o)
+				}
+				for _, o := range must(nodes.Lister().List(labels.Everything())) {
+					s.Nodes = append(s.Nodes, *o)
+				}
+				for _, o := range must(pvs.Lister().List(labels.Everything())) {
+					s.PVs = append(s.PVs, *o)
+				}
+				for _, o := range must(vas.Lister().List(labels.Everything())) {
+					s.VolumeAttachments = append(s.VolumeAttachments, *o)
+				}
+				for _, o := range must(drivers.Lister().List(labels.Everything())) {
+					s.CSIDrivers = append(s.CSIDrivers, *o)
+				}
+				w.record(tracker.Observe(s))
+			}
+		}
+	}()
+	return w, nil
+}
+
+// must drops a lister error: listing a synced cache with Everything cannot fail.
+func must[T any](items []T, _ error) []T { return items }
+
+func (w *strandWatch) record(findings []detector.Finding) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, f := range findings {
+		if f.Kind == detector.Stranded {
+			w.stranded[f.Pod] = f
+		} else if _, ok := w.safety[f.Key()]; !ok {
+			w.safety[f.Key()] = f
+		}
+	}
+}
+
+// StrandedPod returns the latest stranding reported for pod.
+func (w *strandWatch) StrandedPod(pod string) (detector.Finding, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	f, ok := w.stranded[pod]
+	return f, ok
+}
+
+// SafetyViolations are the distinct safety violations seen so far.
+func (w *strandWatch) SafetyViolations() []detector.Finding {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := make([]detector.Finding, 0, len(w.safety))
+	for _, f := range w.safety {
+		out = append(out, f)
+	}
+	return out
+}
