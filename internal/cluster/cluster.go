@@ -86,6 +86,9 @@ type ProxiedCluster interface {
 	Cluster
 	// ProxyCounters are the proxy's totals since the cluster started.
 	ProxyCounters(ctx context.Context) (proxy.Counters, error)
+	// ProxyJournal is what the proxy delayed or saw the controller write
+	// since t (a bounded recent past).
+	ProxyJournal(ctx context.Context, since time.Time) ([]proxy.JournalEntry, error)
 }
 
 // Provider starts clusters of one kind.

@@ -39,6 +39,7 @@ type Proxy struct {
 	sampler    *sampler
 	limiter    *rate.Limiter
 	metrics    *metrics
+	journal    journal
 	withCert   *httputil.ReverseProxy
 	tokenOnly  *httputil.ReverseProxy
 	identityCN string
@@ -123,6 +124,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
+	var entry *JournalEntry
+	if journaled(info) {
+		entry = &JournalEntry{Time: time.Now(), Kind: "request", Resource: info.key()[len(info.verb)+1:], Name: info.name, Verb: info.verb, Body: readBody(r)}
+	}
 	rw := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	ctx := context.WithValue(r.Context(), infoKey{}, info)
 	if token {
@@ -131,6 +136,10 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		p.withCert.ServeHTTP(rw, r.WithContext(ctx))
 	}
 	p.metrics.finished(info.key(), rw.code)
+	if entry != nil {
+		entry.Code = rw.code
+		p.journal.add(*entry)
+	}
 }
 
 type infoKey struct{}
@@ -175,6 +184,7 @@ func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter 
 // (a small subset of k8s.io/apiserver's RequestInfoFactory).
 type requestInfo struct {
 	verb, resource, subresource string
+	name                        string // not part of the counters' key
 }
 
 func (i requestInfo) key() string {
@@ -206,13 +216,13 @@ func requestInfoOf(r *http.Request) requestInfo {
 		rest = rest[2:] // namespaced resource, not the namespace object itself
 	}
 	var info requestInfo
-	var name string
 	if len(rest) > 0 {
 		info.resource = rest[0]
 	}
 	if len(rest) > 1 {
-		name = rest[1]
+		info.name = rest[1]
 	}
+	name := info.name
 	if len(rest) > 2 {
 		info.subresource = rest[2]
 	}

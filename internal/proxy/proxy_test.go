@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -259,8 +260,57 @@ func TestWatchEventsAreDelayedInOrder(t *testing.T) {
 				if cnt.EventsDelayed != 1 || cnt.Undecodable != 0 {
 					t.Errorf("counters %+v, want exactly one delayed event", cnt)
 				}
+				// The journal names the held event, its node and its list.
+				j := p.journal.since(time.Time{})
+				if len(j) != 1 || j[0].Kind != "event_delayed" || j[0].Verb != "MODIFIED" || j[0].Name != "node-1" ||
+					j[0].Body != "[]" || j[0].Release.Sub(j[0].Time) < hold {
+					t.Errorf("journal %+v, want the one held MODIFIED event of node-1 with volumesAttached []", j)
+				}
 			})
 		}
+	}
+}
+
+// TestJournalRecordsControllerWrites: the body of the controller's node
+// status patch reaches the journal (an empty patch shows as {}), reads do
+// not, and the upstream still receives the whole body.
+func TestJournalRecordsControllerWrites(t *testing.T) {
+	c := newCerts(t)
+	up := newUpstream(t, c, "application/json")
+	p, srv := startProxy(t, c, up, Profile{})
+	client := clientWith(c, &c.kcm)
+	requests := []struct{ method, path, body string }{
+		{http.MethodPatch, "/api/v1/nodes/node-1/status", "{}"},
+		{http.MethodGet, "/api/v1/nodes/node-1", ""},
+		{http.MethodDelete, "/apis/storage.k8s.io/v1/volumeattachments/csi-abc", ""},
+		{http.MethodPatch, "/api/v1/namespaces/ns/pods/p/status", `{"status":{}}`},
+	}
+	for _, r := range requests {
+		req, _ := http.NewRequest(r.method, srv.URL+r.path, strings.NewReader(r.body))
+		req.Header.Set("Content-Type", "application/strategic-merge-patch+json")
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	j := p.journal.since(time.Time{})
+	want := []JournalEntry{
+		{Kind: "request", Resource: "nodes/status", Name: "node-1", Verb: "PATCH", Body: "{}", Code: 200},
+		{Kind: "request", Resource: "volumeattachments", Name: "csi-abc", Verb: "DELETE", Code: 200},
+	}
+	if len(j) != len(want) {
+		t.Fatalf("journal has %d entries %+v, want %d", len(j), j, len(want))
+	}
+	for i := range want {
+		got := j[i]
+		got.Time = time.Time{}
+		if got != want[i] {
+			t.Errorf("entry %d = %+v, want %+v", i, got, want[i])
+		}
+	}
+	if later := p.journal.since(time.Now()); len(later) != 0 {
+		t.Errorf("since(now) = %+v, want nothing", later)
 	}
 }
 

@@ -55,7 +55,7 @@ func (d *delayedBody) fill(st *stream, frames FrameReader) {
 			return
 		}
 		now := time.Now()
-		delay := st.delayFor(frame)
+		delay, entry := st.delayFor(frame)
 		// Never release before an earlier frame: no reordering, whatever the
 		// draws.
 		release := now.Add(delay)
@@ -63,6 +63,10 @@ func (d *delayedBody) fill(st *stream, frames FrameReader) {
 			release = st.lastRelease
 		}
 		st.lastRelease = release
+		if entry != nil {
+			entry.Time, entry.Release = now, release
+			st.p.journal.add(*entry)
+		}
 		select {
 		case d.queue <- delayedFrame{data: frame, release: release}:
 			st.p.metrics.queued(len(d.queue))
@@ -73,23 +77,25 @@ func (d *delayedBody) fill(st *stream, frames FrameReader) {
 }
 
 // delayFor classifies a frame and draws its delay from the first matching
-// rule; 0 when none matches or the frame cannot be decoded.
-func (st *stream) delayFor(frame []byte) time.Duration {
+// rule; 0 when none matches or the frame cannot be decoded. A delayed
+// event comes with its journal entry (times filled in by the caller).
+func (st *stream) delayFor(frame []byte) (time.Duration, *JournalEntry) {
 	var rules []Rule
 	needNode := false
 	for _, r := range st.p.profile.Rules {
 		if r.Resource == st.resource {
 			rules = append(rules, r)
-			needNode = needNode || r.Predicate != ""
+			// Node names (and lists) go into the journal of delayed events.
+			needNode = needNode || r.Predicate != "" || st.resource == "nodes"
 		}
 	}
 	if len(rules) == 0 {
-		return 0
+		return 0, nil
 	}
 	ev, err := decodeEvent(st.protobuf, frame, needNode)
 	if err != nil {
 		st.p.metrics.undecodable()
-		return 0
+		return 0, nil
 	}
 	var removed, added bool
 	if ev.Node != "" {
@@ -123,12 +129,17 @@ func (st *stream) delayFor(frame []byte) time.Duration {
 			}
 		}
 		d := st.p.sampler.draw(r.Delay)
-		if d > 0 {
-			st.p.metrics.delayed(st.resource, ev.Type, d)
+		if d <= 0 {
+			return 0, nil
 		}
-		return d
+		st.p.metrics.delayed(st.resource, ev.Type, d)
+		e := &JournalEntry{Kind: "event_delayed", Resource: st.resource, Name: ev.Node, Verb: ev.Type}
+		if ev.Node != "" {
+			e.Body = attachedJSON(ev.VolumesAttached)
+		}
+		return d, e
 	}
-	return 0
+	return 0, nil
 }
 
 func (d *delayedBody) Read(b []byte) (int, error) {

@@ -3,7 +3,8 @@
 // controller's kubeconfig points at --bind; the proxy forwards with the
 // controller's own identity (--identity-cert/--identity-key, the same
 // credentials the controller holds). Metrics (/metrics), counters
-// (/strandlab/counters) and /healthz are served on --admin-bind.
+// (/strandlab/counters), the journal of delayed events and controller writes
+// (/strandlab/journal) and /healthz are served on --admin-bind.
 package main
 
 import (
@@ -107,6 +108,7 @@ func run() error {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", p.MetricsHandler())
 	mux.Handle("GET /strandlab/counters", p.CountersHandler())
+	mux.Handle("GET /strandlab/journal", p.JournalHandler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	admin := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 

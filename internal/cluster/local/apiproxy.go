@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/strandlab/strandlab/internal/pki"
 	"github.com/strandlab/strandlab/internal/process"
@@ -47,21 +49,31 @@ func (p *Provider) startProxy(c *Cluster, profile *proxy.Profile, cfg *clusterPK
 
 // ProxyCounters reads the proxy's counters.
 func (c *Cluster) ProxyCounters(ctx context.Context) (proxy.Counters, error) {
+	var out proxy.Counters
+	return out, c.proxyGet(ctx, "/strandlab/counters", &out)
+}
+
+// ProxyJournal reads the proxy's journal since t.
+func (c *Cluster) ProxyJournal(ctx context.Context, since time.Time) ([]proxy.JournalEntry, error) {
+	var out []proxy.JournalEntry
+	return out, c.proxyGet(ctx, "/strandlab/journal?since="+url.QueryEscape(since.Format(time.RFC3339Nano)), &out)
+}
+
+func (c *Cluster) proxyGet(ctx context.Context, path string, into any) error {
 	if c.proxyAdmin == "" {
-		return proxy.Counters{}, errors.New("this cluster runs without the proxy")
+		return errors.New("this cluster runs without the proxy")
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.proxyAdmin+"/strandlab/counters", nil)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.proxyAdmin+path, nil)
 	if err != nil {
-		return proxy.Counters{}, err
+		return err
 	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
-		return proxy.Counters{}, err
+		return err
 	}
 	defer resp.Body.Close()
-	var out proxy.Counters
 	if resp.StatusCode != http.StatusOK {
-		return out, fmt.Errorf("proxy counters: %s", resp.Status)
+		return fmt.Errorf("proxy %s: %s", path, resp.Status)
 	}
-	return out, json.NewDecoder(resp.Body).Decode(&out)
+	return json.NewDecoder(resp.Body).Decode(into)
 }
