@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/strandlab/strandlab/internal/detector"
 	"github.com/strandlab/strandlab/internal/proxy"
 	"github.com/strandlab/strandlab/internal/stats"
+	"github.com/strandlab/strandlab/internal/timeline"
 )
 
 // Report is report.json.
@@ -60,7 +62,15 @@ type Build struct {
 	PinningSameNodeRatio float64            `json:"pinning_same_node_ratio"`
 	Proxy                ProxyStats         `json:"proxy"`
 	Strandings           []Stranding        `json:"strandings"`
-	CycleLog             []churn.Cycle      `json:"cycle_log,omitempty"`
+	// Expectation is the scenario's outcome band for this build, checked.
+	Expectation *Expectation  `json:"expectation,omitempty"`
+	CycleLog    []churn.Cycle `json:"cycle_log,omitempty"`
+}
+
+// Expectation is a build's outcome held against the scenario's band.
+type Expectation struct {
+	Met   bool     `json:"met"`
+	Unmet []string `json:"unmet,omitempty"`
 }
 
 // Provenance says exactly which controller binary a build is.
@@ -84,12 +94,15 @@ type ProxyStats struct {
 
 // Stranding is one stranded volume with the timeline that produced it.
 type Stranding struct {
-	Cycle           int             `json:"cycle"`
-	Pod             string          `json:"pod"`
-	Node            string          `json:"node"`
-	Volume          string          `json:"volume"`
-	DetectedAfterMS float64         `json:"detected_after_ms"`
-	Timeline        []TimelineEntry `json:"timeline"`
+	Cycle  int    `json:"cycle"`
+	Pod    string `json:"pod"`
+	Node   string `json:"node"`
+	Volume string `json:"volume"`
+	// VolumeAttachment is the attachment that is attached while the volume
+	// is absent from the node's status.
+	VolumeAttachment string          `json:"volume_attachment,omitempty"`
+	DetectedAfterMS  float64         `json:"detected_after_ms"`
+	Timeline         []TimelineEntry `json:"timeline"`
 }
 
 // TimelineEntry is one event of a stranding's timeline.
@@ -143,18 +156,27 @@ func BuildFromChurn(name string, prov Provenance, res churn.Result, safety []det
 }
 
 // strandingOf is a stranded cycle's report entry; the timeline is in
-// milliseconds from the delete that started the cycle.
+// milliseconds from the delete that started the cycle, merged from the
+// runner's steps, the detector's verdicts and what the API and the proxy saw
+// (c.Timeline).
 func strandingOf(c churn.Cycle) Stranding {
 	f := c.Stranding
 	ms := func(t time.Time) float64 { return float64(t.Sub(c.DeletedAt).Microseconds()) / 1000 }
-	timeline := []TimelineEntry{{TMS: 0, Source: "runner", Event: fmt.Sprintf("deleted pod %s (on %s)", c.Pod, c.OldNode)}}
+	entries := []timeline.Entry{{Time: c.DeletedAt, Source: timeline.Runner, Event: fmt.Sprintf("deleted pod %s (on %s)", c.Pod, c.OldNode)}}
 	if !c.ReplacementSeenAt.IsZero() {
-		timeline = append(timeline, TimelineEntry{TMS: ms(c.ReplacementSeenAt), Source: "runner", Event: "replacement pod created"})
+		entries = append(entries, timeline.Entry{Time: c.ReplacementSeenAt, Source: timeline.Runner, Event: "replacement pod seen"})
 	}
-	timeline = append(timeline,
-		TimelineEntry{TMS: ms(f.Since), Source: "detector", Event: f.Evidence},
-		TimelineEntry{TMS: ms(c.DetectedAt), Source: "detector", Event: "still stranded past the threshold: counted"})
-	return Stranding{Cycle: c.Index, Pod: f.Pod, Node: f.Node, Volume: f.Volume, DetectedAfterMS: ms(c.DetectedAt), Timeline: timeline}
+	entries = append(entries, c.Timeline...)
+	entries = append(entries,
+		timeline.Entry{Time: f.Since, Source: timeline.Detector, Event: "stranded: " + f.Evidence},
+		timeline.Entry{Time: c.DetectedAt, Source: timeline.Detector, Event: "still stranded past the threshold: counted"})
+	slices.SortStableFunc(entries, func(a, b timeline.Entry) int { return a.Time.Compare(b.Time) })
+	out := make([]TimelineEntry, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, TimelineEntry{TMS: ms(e.Time), Source: e.Source, Event: e.Event})
+	}
+	return Stranding{Cycle: c.Index, Pod: f.Pod, Node: f.Node, Volume: f.Volume, VolumeAttachment: f.VolumeAttachment,
+		DetectedAfterMS: ms(c.DetectedAt), Timeline: out}
 }
 
 // AddProxyCounters fills the build's controller request counts per cycle

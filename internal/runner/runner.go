@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -23,6 +24,7 @@ import (
 	"github.com/strandlab/strandlab/internal/proxy"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/scenario"
+	"github.com/strandlab/strandlab/internal/timeline"
 	"github.com/strandlab/strandlab/internal/upstream"
 	"github.com/strandlab/strandlab/internal/workload"
 )
@@ -209,6 +211,14 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		Namespace: Namespace, Targets: targets, Cycles: sc.Churn.Cycles, Seed: sc.Seed, RoundRobin: sc.Churn.Order == "roundRobin",
 		CycleTimeout: sc.Churn.CycleTimeout.Duration, Progress: opts.Progress, ProgressEvery: 5 * time.Second,
 		StrandedPod: strands.StrandedPod,
+		Concurrency: sc.Churn.Concurrency, Interval: sc.Churn.Interval.Duration,
+		Explain: func(cy churn.Cycle) []timeline.Entry {
+			var pc cluster.ProxiedCluster
+			if sc.Proxy != nil {
+				pc = proxied
+			}
+			return strands.Explain(ctx, pc, cy)
+		},
 		OnProgress: func(done churn.Result) {
 			partial := report.BuildFromChurn(build, prov, done, strands.SafetyViolations())
 			rep.Builds = append(rep.Builds, partial)
@@ -219,6 +229,10 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		},
 	})
 	b := report.BuildFromChurn(build, prov, res, strands.SafetyViolations())
+	if band, ok := sc.BandFor(build); ok && !res.Interrupted {
+		unmet := band.Check(outcomeOf(b, res))
+		b.Expectation = &report.Expectation{Met: len(unmet) == 0, Unmet: unmet}
+	}
 	if proxied != nil && sc.Proxy != nil {
 		after, cerr := proxied.ProxyCounters(context.Background())
 		if cerr != nil {
@@ -232,8 +246,19 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	return &b, err
 }
 
+// outcomeOf is what a band checks of a build.
+func outcomeOf(b report.Build, res churn.Result) scenario.Outcome {
+	o := scenario.Outcome{Stranded: b.Stranded, SafetyViolations: b.SafetyViolations, CyclesNotRunning: b.CyclesNotRunning}
+	for _, c := range res.Cycles {
+		if c.Index == 0 {
+			o.FirstCycle = string(c.Outcome)
+		}
+	}
+	return o
+}
+
 // createWorkload creates the scenario's StatefulSets and returns every pod
-// the churn may delete.
+// the churn may delete (those of churn.statefulSets, default all).
 func createWorkload(ctx context.Context, client kubernetes.Interface, sc *scenario.Scenario) ([]churn.Target, error) {
 	if err := workload.CreateNamespace(ctx, client, Namespace); err != nil {
 		return nil, err
@@ -243,6 +268,9 @@ func createWorkload(ctx context.Context, client kubernetes.Interface, sc *scenar
 		if err := workload.Create(ctx, client, workload.StatefulSet{Namespace: Namespace, Name: s.Name, Replicas: s.Replicas,
 			VolumesPerPod: s.VolumesPerPod, StorageClass: local.StorageClassName}); err != nil {
 			return nil, err
+		}
+		if len(sc.Churn.StatefulSets) > 0 && !slices.Contains(sc.Churn.StatefulSets, s.Name) {
+			continue
 		}
 		for o := 0; o < int(s.Replicas); o++ {
 			targets = append(targets, churn.Target{StatefulSet: s.Name, Ordinal: o})

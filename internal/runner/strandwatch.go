@@ -10,8 +10,12 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 
+	"github.com/strandlab/strandlab/internal/churn"
+	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/detector"
+	"github.com/strandlab/strandlab/internal/timeline"
 )
 
 // strandWatch feeds the detector a snapshot of the API objects every
@@ -20,6 +24,8 @@ type strandWatch struct {
 	mu       sync.Mutex
 	stranded map[string]detector.Finding // by pod (namespace/name), latest
 	safety   map[string]detector.Finding // by finding key, first report
+	// changes feeds strandings' timelines.
+	changes *transitions
 }
 
 // startStrandWatch runs until ctx ends.
@@ -29,6 +35,15 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, namespac
 	pods, pvcs := nsFactory.Core().V1().Pods(), nsFactory.Core().V1().PersistentVolumeClaims()
 	nodes, pvs := factory.Core().V1().Nodes(), factory.Core().V1().PersistentVolumes()
 	vas, drivers := factory.Storage().V1().VolumeAttachments(), factory.Storage().V1().CSIDrivers()
+	changes := newTransitions(10 * time.Minute)
+	for _, h := range []struct {
+		inf     cache.SharedIndexInformer
+		handler cache.ResourceEventHandler
+	}{{nodes.Informer(), changes.nodeHandler()}, {vas.Informer(), changes.attachmentHandler()}, {pods.Informer(), changes.podHandler()}} {
+		if _, err := h.inf.AddEventHandler(h.handler); err != nil {
+			return nil, err
+		}
+	}
 	synced := []cache.InformerSynced{pods.Informer().HasSynced, pvcs.Informer().HasSynced, nodes.Informer().HasSynced,
 		pvs.Informer().HasSynced, vas.Informer().HasSynced, drivers.Informer().HasSynced}
 	nsFactory.Start(ctx.Done())
@@ -36,7 +51,8 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, namespac
 	if !cache.WaitForCacheSync(ctx.Done(), synced...) {
 		return nil, fmt.Errorf("detector caches did not sync: %w", ctx.Err())
 	}
-	w := &strandWatch{stranded: map[string]detector.Finding{}, safety: map[string]detector.Finding{}}
+	changes.start()
+	w := &strandWatch{stranded: map[string]detector.Finding{}, safety: map[string]detector.Finding{}, changes: changes}
 	// Safety violations are reported at once: snapshot skew between caches
 	// is far below the 1 s sampling, and these windows are the bug.
 	tracker := detector.NewTracker(threshold, 0)
@@ -106,4 +122,23 @@ func (w *strandWatch) SafetyViolations() []detector.Finding {
 		out = append(out, f)
 	}
 	return out
+}
+
+// Explain is a stranded cycle's timeline: the API changes (and, when the
+// cluster has the proxy, what the controller received late and sent) about
+// the stranding's pod, node, volume and attachment, from a little before the
+// cycle's delete until now.
+func (w *strandWatch) Explain(ctx context.Context, proxied cluster.ProxiedCluster, c churn.Cycle) []timeline.Entry {
+	f := c.Stranding
+	focus := timeline.Focus{Pod: f.Pod, Node: f.Node, Volume: f.Volume, PV: f.PV, Attachment: f.VolumeAttachment,
+		From: c.DeletedAt.Add(-2 * time.Second), To: time.Now()}
+	entries := w.changes.since(focus.From)
+	if proxied != nil {
+		journal, err := proxied.ProxyJournal(ctx, focus.From)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Reading the proxy's journal failed: the timeline lacks the proxy's side")
+		}
+		entries = append(entries, timeline.FromProxy(journal)...)
+	}
+	return focus.Select(entries)
 }
