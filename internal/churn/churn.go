@@ -9,6 +9,8 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"slices"
+	"sync"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -18,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/strandlab/strandlab/internal/detector"
+	"github.com/strandlab/strandlab/internal/timeline"
 	"github.com/strandlab/strandlab/internal/workload"
 )
 
@@ -55,6 +58,13 @@ type Config struct {
 	// OnProgress, if set, is called with the cycles so far at every progress
 	// tick (the runner writes its partial report there).
 	OnProgress func(Result)
+	// Concurrency is the number of cycles in flight at once (default 1).
+	Concurrency int
+	// Interval is the least time between two deletions (pacing; 0: none).
+	Interval time.Duration
+	// Explain, if set, gives the timeline of a stranded cycle (called when
+	// the stranding is detected, while the evidence is fresh).
+	Explain func(Cycle) []timeline.Entry
 	// StrandedPod, if set, reports a stranding of the pod's volume found by
 	// the detector (pod as namespace/name); a cycle ends as Stranded when
 	// one began after the cycle's delete.
@@ -81,6 +91,9 @@ type Cycle struct {
 	Stranding *detector.Finding `json:"stranding,omitempty"`
 	// DetectedAt is when the stranding was reported.
 	DetectedAt time.Time `json:"detected_at,omitempty"`
+	// Timeline is what the API and the proxy saw around a stranding (the
+	// report merges it with the cycle's own steps).
+	Timeline []timeline.Entry `json:"-"`
 }
 
 // Result is a finished (or interrupted) run.
@@ -90,72 +103,213 @@ type Result struct {
 	Interrupted bool
 }
 
-// Run executes the cycles. It returns the cycles done so far when ctx ends
-// (Interrupted set) and an error only when the harness itself failed.
+// Plan is the sequence of pods the run deletes, one per cycle: the targets
+// in turn (RoundRobin) or drawn with the seeded RNG. Same config, same plan.
+func Plan(cfg Config) []Target {
+	// PCG with the scenario seed: same seed, same sequence of targets.
+	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5354524e))
+	plan := make([]Target, cfg.Cycles)
+	for i := range plan {
+		plan[i] = cfg.Targets[i%len(cfg.Targets)]
+		if !cfg.RoundRobin {
+			plan[i] = cfg.Targets[rng.IntN(len(cfg.Targets))]
+		}
+	}
+	return plan
+}
+
+// Run executes the cycles of the plan, up to cfg.Concurrency at once. Cycles
+// start strictly in plan order (so the deletions happen in the same order on
+// every run with the same seed); a cycle waits for a free slot, for the
+// previous cycle on the same pod to end, and for the pacing interval. It
+// returns the cycles done so far, in plan order, when ctx ends (Interrupted
+// set), and an error only when the harness itself failed.
 func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, cfg Config) (Result, error) {
 	if len(cfg.Targets) == 0 {
 		return Result{}, errors.New("churn: no target pods")
 	}
-	// PCG with the scenario seed: same seed, same sequence of targets.
-	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5354524e))
-	var res Result
+	concurrency := max(cfg.Concurrency, 1)
+	plan := Plan(cfg)
 	start := time.Now()
-	lastProgress := start
-	for i := 0; i < cfg.Cycles; i++ {
-		t := cfg.Targets[i%len(cfg.Targets)]
-		if !cfg.RoundRobin {
-			t = cfg.Targets[rng.IntN(len(cfg.Targets))]
+
+	runCtx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var (
+		mu       sync.Mutex
+		done     []Cycle
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	snapshot := func() Result {
+		mu.Lock()
+		defer mu.Unlock()
+		out := slices.Clone(done)
+		slices.SortFunc(out, func(a, b Cycle) int { return a.Index - b.Index })
+		return Result{Cycles: out, Elapsed: time.Since(start)}
+	}
+	stopProgress := startProgress(cfg, len(plan), snapshot)
+
+	slots := make(chan struct{}, concurrency)
+	busy := map[string]chan struct{}{} // pod -> closed when its cycle ends
+	previous := map[string]Outcome{}   // pod -> how its last cycle ended
+	var lastStart time.Time
+dispatch:
+	for i, t := range plan {
+		name := workload.PodName(t.StatefulSet, t.Ordinal)
+		select {
+		case slots <- struct{}{}:
+		case <-runCtx.Done():
+			break dispatch
 		}
-		c, err := runCycle(ctx, client, pods, cfg, i, workload.PodName(t.StatefulSet, t.Ordinal))
-		if ctx.Err() != nil {
-			res.Interrupted = true
-			break
-		}
-		if err != nil {
-			res.Elapsed = time.Since(start)
-			return res, err
-		}
-		res.Cycles = append(res.Cycles, c)
-		if cfg.Progress != nil && (time.Since(lastProgress) >= cfg.ProgressEvery || i == cfg.Cycles-1) {
-			lastProgress = time.Now()
-			printProgress(cfg.Progress, res.Cycles, cfg.Cycles, time.Since(start))
-			if cfg.OnProgress != nil {
-				cfg.OnProgress(Result{Cycles: res.Cycles, Elapsed: time.Since(start)})
+		if prev := busy[name]; prev != nil {
+			select {
+			case <-prev:
+			case <-runCtx.Done():
+				break dispatch
 			}
 		}
+		if wait := time.Until(lastStart.Add(cfg.Interval)); cfg.Interval > 0 && wait > 0 {
+			timer := time.NewTimer(wait)
+			select {
+			case <-timer.C:
+			case <-runCtx.Done():
+				timer.Stop()
+				break dispatch
+			}
+		}
+		lastStart = time.Now()
+		// The delete happens here, in plan order; the wait for the
+		// replacement runs alongside the other cycles.
+		mu.Lock()
+		after := previous[name]
+		mu.Unlock()
+		deadline := time.Now().Add(cfg.CycleTimeout)
+		c, old, err := deletePod(runCtx, client, pods, cfg, i, name, after, deadline)
+		if err != nil || old == nil {
+			mu.Lock()
+			switch {
+			case runCtx.Err() != nil:
+			case err != nil:
+				firstErr = err
+				cancel()
+			default:
+				done = append(done, c)
+				previous[name] = c.Outcome
+			}
+			mu.Unlock()
+			<-slots
+			if err != nil {
+				break dispatch
+			}
+			continue
+		}
+		finished := make(chan struct{})
+		busy[name] = finished
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			defer close(finished)
+			c, err := awaitReplacement(runCtx, pods, cfg, c, old, deadline)
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case runCtx.Err() != nil:
+				// Interrupted (or another cycle failed): not a measured cycle.
+			case err != nil:
+				if firstErr == nil {
+					firstErr = err
+				}
+				cancel()
+			default:
+				done = append(done, c)
+				previous[name] = c.Outcome
+			}
+		}()
 	}
-	res.Elapsed = time.Since(start)
+	wg.Wait()
+	stopProgress()
+	res := snapshot()
+	res.Interrupted = ctx.Err() != nil
+	if firstErr != nil {
+		return res, firstErr
+	}
+	if cfg.Progress != nil {
+		printProgress(cfg.Progress, res.Cycles, len(plan), res.Elapsed)
+	}
 	return res, nil
 }
 
-func runCycle(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, cfg Config, index int, name string) (Cycle, error) {
-	c := Cycle{Index: index, Pod: name}
-	log := klog.FromContext(ctx).WithValues("cycle", index, "pod", name)
-
-	// The previous cycle may have ended on another pod; this one starts from
-	// a Running pod so that every cycle measures the same thing.
-	wctx, cancel := context.WithTimeout(ctx, cfg.CycleTimeout)
-	defer cancel()
-	if err := pods.WaitFor(wctx, func(p *Pods) bool { return workload.IsRunning(p.Get(name)) }); err != nil {
-		if ctx.Err() != nil {
-			return c, ctx.Err()
-		}
-		c.Outcome, c.Error = TimedOut, fmt.Sprintf("pod %s was not Running before the cycle", name)
-		return c, nil
+// startProgress prints a progress line (and hands the cycles so far to
+// OnProgress) every ProgressEvery until the returned stop is called.
+func startProgress(cfg Config, total int, snapshot func() Result) (stop func()) {
+	if cfg.Progress == nil || cfg.ProgressEvery <= 0 {
+		return func() {}
 	}
-	old := pods.Get(name)
-	c.OldNode = old.Spec.NodeName
+	quit, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		t := time.NewTicker(cfg.ProgressEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-t.C:
+				res := snapshot()
+				printProgress(cfg.Progress, res.Cycles, total, res.Elapsed)
+				if cfg.OnProgress != nil {
+					cfg.OnProgress(res)
+				}
+			}
+		}
+	}()
+	return func() { close(quit); <-exited }
+}
 
-	deleted := time.Now()
-	c.DeletedAt = deleted
-	err := client.CoreV1().Pods(cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{
+// deletePod starts cycle index on pod name: it waits for the pod to be
+// ready for a cycle, then deletes it. A pod whose previous cycle ended
+// Running must be Running again (every cycle measures the same thing); one
+// left stranded or timed out is deleted as it is, once it exists, so that a
+// stuck pod does not fail every later cycle on it. old is nil when the
+// cycle ended before the delete.
+func deletePod(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, cfg Config, index int, name string,
+	previous Outcome, deadline time.Time) (c Cycle, old *corev1.Pod, err error) {
+	c = Cycle{Index: index, Pod: name}
+	ready := func(p *Pods) bool { return workload.IsRunning(p.Get(name)) }
+	if previous == Stranded || previous == TimedOut {
+		ready = func(p *Pods) bool { pod := p.Get(name); return pod != nil && pod.DeletionTimestamp == nil }
+	}
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	if err := pods.WaitFor(wctx, ready); err != nil {
+		if ctx.Err() != nil {
+			return c, nil, ctx.Err()
+		}
+		c.Outcome, c.Error = TimedOut, fmt.Sprintf("pod %s was not ready for a cycle (Running, or present after a failed cycle)", name)
+		return c, nil, nil
+	}
+	old = pods.Get(name)
+	c.OldNode = old.Spec.NodeName
+	c.DeletedAt = time.Now()
+	err = client.CoreV1().Pods(cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{
 		Preconditions: metav1.NewUIDPreconditions(string(old.UID)),
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return c, fmt.Errorf("cycle %d: delete pod %s: %w", index, name, err)
+		return c, nil, fmt.Errorf("cycle %d: delete pod %s: %w", index, name, err)
 	}
-	log.V(2).Info("Deleted pod", "uid", old.UID, "node", c.OldNode)
+	klog.FromContext(ctx).V(2).Info("Deleted pod", "cycle", index, "pod", name, "uid", old.UID, "node", c.OldNode)
+	return c, old, nil
+}
 
+// awaitReplacement ends a cycle: the replacement Running, its volume found
+// stranded, or the deadline.
+func awaitReplacement(ctx context.Context, pods *workload.Pods, cfg Config, c Cycle, old *corev1.Pod, deadline time.Time) (Cycle, error) {
+	name, deleted := c.Pod, c.DeletedAt
+	log := klog.FromContext(ctx).WithValues("cycle", c.Index, "pod", name)
+	wctx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	var err error
 	var replacement *corev1.Pod
 	running := func(p *Pods) bool {
 		pod := p.Get(name)
@@ -184,6 +338,9 @@ func runCycle(ctx context.Context, client kubernetes.Interface, pods *workload.P
 				c.ReplacementSeenAt = pods.FirstSeen(pod.UID)
 			}
 			log.Info("Volume stranded", "node", f.Node, "volume", f.Volume, "evidence", f.Evidence)
+			if cfg.Explain != nil {
+				c.Timeline = cfg.Explain(c)
+			}
 			return c, nil
 		}
 	}

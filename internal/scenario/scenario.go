@@ -11,6 +11,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"sort"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -34,6 +35,26 @@ type Scenario struct {
 	Proxy *Proxy `json:"proxy,omitempty"`
 	// Builds are the controller builds to compare; default [stock].
 	Builds []string `json:"builds,omitempty"`
+	// Expect is the outcome band per build (key: build name, or "*" for
+	// builds not named) that CI smoke checks hold a run to
+	// (`strandlab run --check`); it never changes what is measured.
+	Expect map[string]Band `json:"expect,omitempty"`
+}
+
+// Band is the expected outcome of one build. Unset bounds are not checked.
+type Band struct {
+	Stranded         Range `json:"stranded,omitempty"`
+	SafetyViolations Range `json:"safetyViolations,omitempty"`
+	// CyclesNotRunning: cycles that ended neither Running nor stranded.
+	CyclesNotRunning Range `json:"cyclesNotRunning,omitempty"`
+	// FirstCycle: "stranded" or "running" — how cycle 0 must end.
+	FirstCycle string `json:"firstCycle,omitempty"`
+}
+
+// Range is an inclusive [min, max] on a count; nil bounds are open.
+type Range struct {
+	Min *int `json:"min,omitempty"`
+	Max *int `json:"max,omitempty"`
 }
 
 // Cluster is the topology.
@@ -124,6 +145,13 @@ type Churn struct {
 	// CycleTimeout bounds one cycle: a replacement not Running by then fails
 	// the cycle. Default 2m.
 	CycleTimeout Duration `json:"cycleTimeout,omitempty"`
+	// Concurrency: cycles in flight at once, each on its own pod (default 1).
+	Concurrency int `json:"concurrency,omitempty"`
+	// Interval paces the churn: the least time between two deletions
+	// (default 0: as fast as the concurrency allows).
+	Interval Duration `json:"interval,omitempty"`
+	// StatefulSets whose pods are deleted (default: all of the workload's).
+	StatefulSets []string `json:"statefulSets,omitempty"`
 }
 
 // Duration is a time.Duration written as "30s" in YAML.
@@ -233,6 +261,17 @@ func (s *Scenario) Validate() error {
 	if d := s.Churn.CycleTimeout.Duration; d < minCycleTimeout || d > maxCycleTimeout {
 		return fmt.Errorf("churn.cycleTimeout: %v out of range [%v, %v]", d, minCycleTimeout, maxCycleTimeout)
 	}
+	if c := s.Churn.Concurrency; c < 0 || c > 500 {
+		return fmt.Errorf("churn.concurrency: %d out of range [0, 500]", c)
+	}
+	if d := s.Churn.Interval.Duration; d < 0 || d > time.Hour {
+		return fmt.Errorf("churn.interval: %v out of range [0, 1h]", d)
+	}
+	for i, name := range s.Churn.StatefulSets {
+		if !seen[name] {
+			return fmt.Errorf("churn.statefulSets[%d]: %q is not a StatefulSet of workload.statefulSets", i, name)
+		}
+	}
 	if err := s.validateScheduling(seen); err != nil {
 		return err
 	}
@@ -247,7 +286,45 @@ func (s *Scenario) Validate() error {
 			return fmt.Errorf("builds[%d]: %q is not a valid build name", i, b)
 		}
 	}
+	for _, name := range sortedBandKeys(s.Expect) {
+		if err := s.Expect[name].validate("expect." + name); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+func (b Band) validate(path string) error {
+	for field, r := range map[string]Range{"stranded": b.Stranded, "safetyViolations": b.SafetyViolations, "cyclesNotRunning": b.CyclesNotRunning} {
+		if r.Min != nil && *r.Min < 0 {
+			return fmt.Errorf("%s.%s.min: %d is negative", path, field, *r.Min)
+		}
+		if r.Min != nil && r.Max != nil && *r.Max < *r.Min {
+			return fmt.Errorf("%s.%s.max: %d is below min %d", path, field, *r.Max, *r.Min)
+		}
+	}
+	if f := b.FirstCycle; f != "" && f != "stranded" && f != "running" {
+		return fmt.Errorf("%s.firstCycle: %q is not stranded or running", path, f)
+	}
+	return nil
+}
+
+// BandFor is the expected band of build (its own, else "*"), if any.
+func (s *Scenario) BandFor(build string) (Band, bool) {
+	if b, ok := s.Expect[build]; ok {
+		return b, true
+	}
+	b, ok := s.Expect["*"]
+	return b, ok
+}
+
+func sortedBandKeys(m map[string]Band) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 func (s *Scenario) validateScheduling(statefulSets map[string]bool) error {
@@ -303,4 +380,32 @@ func (p *Proxy) Profile(seed int64) proxy.Profile {
 		out.Rules = append(out.Rules, proxy.Rule{Resource: r.Resource, EventTypes: r.EventTypes, Predicate: r.Predicate, Delay: delay(r.Delay)})
 	}
 	return out
+}
+
+// Outcome is what a build measured, as a band checks it.
+type Outcome struct {
+	Stranded, SafetyViolations, CyclesNotRunning int
+	// FirstCycle: how cycle 0 ended ("stranded", "running", ...; "" if none).
+	FirstCycle string
+}
+
+// Check returns the band's unmet bounds, one line each (none: met).
+func (b Band) Check(o Outcome) []string {
+	var unmet []string
+	for _, c := range []struct {
+		name string
+		r    Range
+		got  int
+	}{{"stranded", b.Stranded, o.Stranded}, {"safetyViolations", b.SafetyViolations, o.SafetyViolations}, {"cyclesNotRunning", b.CyclesNotRunning, o.CyclesNotRunning}} {
+		if c.r.Min != nil && c.got < *c.r.Min {
+			unmet = append(unmet, fmt.Sprintf("%s = %d, expected at least %d", c.name, c.got, *c.r.Min))
+		}
+		if c.r.Max != nil && c.got > *c.r.Max {
+			unmet = append(unmet, fmt.Sprintf("%s = %d, expected at most %d", c.name, c.got, *c.r.Max))
+		}
+	}
+	if b.FirstCycle != "" && o.FirstCycle != b.FirstCycle {
+		unmet = append(unmet, fmt.Sprintf("firstCycle = %q, expected %q", o.FirstCycle, b.FirstCycle))
+	}
+	return unmet
 }

@@ -31,6 +31,19 @@ func TestParseAppliesDefaults(t *testing.T) {
 	}
 }
 
+func TestBandFor(t *testing.T) {
+	s, err := Parse([]byte(valid + "builds: [stock, fix]\nexpect:\n  stock: {stranded: {min: 1}, firstCycle: stranded}\n  '*': {stranded: {max: 0}}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b, ok := s.BandFor("stock"); !ok || *b.Stranded.Min != 1 || b.FirstCycle != "stranded" {
+		t.Errorf("stock band %+v %v", b, ok)
+	}
+	if b, ok := s.BandFor("fix"); !ok || *b.Stranded.Max != 0 || b.Stranded.Min != nil {
+		t.Errorf("fix band (from *) %+v %v", b, ok)
+	}
+}
+
 func TestParseRejectsBadInputNamingTheField(t *testing.T) {
 	tests := []struct {
 		name, yaml, want string
@@ -54,6 +67,12 @@ func TestParseRejectsBadInputNamingTheField(t *testing.T) {
 		{"static pins without static pinning", valid + "scheduling: {pinning: sticky, static: [{statefulSet: web, ordinal: 0, node: node-1}]}\n", "scheduling.static"},
 		{"two latency kinds", valid + "scheduling: {pinning: sticky, extenderLatency: {fixed: 1s, exponentialMean: 1s}}\n", "scheduling.extenderLatency"},
 		{"latency without the extender", valid + "scheduling: {extenderLatency: {fixed: 1s}}\n", "needs the extender"},
+		{"concurrency out of range", strings.Replace(valid, "cycles: 20", "cycles: 20, concurrency: 501", 1), "churn.concurrency"},
+		{"negative interval", strings.Replace(valid, "cycles: 20", "cycles: 20, interval: -1s", 1), "churn.interval"},
+		{"churn of an unknown statefulset", strings.Replace(valid, "cycles: 20", "cycles: 20, statefulSets: [db]", 1), "churn.statefulSets[0]"},
+		{"unknown band field", valid + "expect: {stock: {strandd: {min: 1}}}\n", "expect.stock.strandd: unknown field"},
+		{"band max below min", valid + "expect: {stock: {stranded: {min: 2, max: 1}}}\n", "expect.stock.stranded.max"},
+		{"bad first-cycle outcome", valid + "expect: {'*': {firstCycle: maybe}}\n", "expect.*.firstCycle"},
 		{"unknown latency field", valid + "scheduling: {pinning: sticky, extenderLatency: {fixd: 1s}}\n", "scheduling.extenderLatency.fixd: unknown field"},
 	}
 	for _, tc := range tests {
@@ -90,5 +109,26 @@ func TestLoadNamesTheFile(t *testing.T) {
 	_, err := Load(path)
 	if err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("error %v does not name the file", err)
+	}
+}
+
+func TestBandCheck(t *testing.T) {
+	one, zero := 1, 0
+	band := Band{Stranded: Range{Min: &one}, SafetyViolations: Range{Max: &zero}, FirstCycle: "stranded"}
+	tests := []struct {
+		name  string
+		o     Outcome
+		unmet int
+	}{
+		{"met", Outcome{Stranded: 3, FirstCycle: "stranded"}, 0},
+		{"nothing stranded", Outcome{FirstCycle: "running"}, 2},
+		{"safety violation", Outcome{Stranded: 1, SafetyViolations: 2, FirstCycle: "stranded"}, 1},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := band.Check(tc.o); len(got) != tc.unmet {
+				t.Errorf("Check(%+v) = %q, want %d unmet", tc.o, got, tc.unmet)
+			}
+		})
 	}
 }
