@@ -9,7 +9,7 @@ BIN       := $(OUTPUT)/bin
 ACTIONLINT_VERSION := v1.7.12
 
 # make e2e variables (the contract in DESIGN.md).
-SCENARIO  ?= scenarios/smoke.yaml
+SCENARIO  ?= scenarios/seed-122413.yaml,scenarios/control.yaml
 BUILDS    ?=
 PROVIDER  ?=
 CYCLES    ?=
