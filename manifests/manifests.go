@@ -24,4 +24,10 @@ var (
 	//
 	//go:embed extender/rbac.yaml
 	ExtenderRBAC []byte
+
+	// StrandscanRBAC is strandscan/rbac.yaml: strandscan's read-only role,
+	// bound to the ServiceAccount kube-system/strandscan.
+	//
+	//go:embed strandscan/rbac.yaml
+	StrandscanRBAC []byte
 )
