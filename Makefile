@@ -60,3 +60,14 @@ lint: ## gofmt, go vet, actionlint on the CI workflows, scenario validation
 .PHONY: clean
 clean: ## remove build outputs and reports (keeps the Go caches)
 	rm -rf $(OUTPUT)
+
+# make kcm / kcm-test: controller builds (tools/upstream/builds, docs/controller-builds.md).
+BUILD     ?= fix
+
+.PHONY: kcm
+kcm: ## build a controller build's kube-controller-manager, cached (BUILD=<name>, default fix; prints its path last)
+	@$(GO) run ./tools/strandlab kcm build $(BUILD)
+
+.PHONY: kcm-test
+kcm-test: ## go test the upstream packages a controller build touches, patched (BUILD=<name>, default fix)
+	@$(GO) run ./tools/strandlab kcm test $(BUILD)
