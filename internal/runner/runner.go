@@ -21,6 +21,7 @@ import (
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/extender"
+	"github.com/strandlab/strandlab/internal/kcmbuild"
 	"github.com/strandlab/strandlab/internal/proxy"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/scenario"
@@ -44,11 +45,6 @@ type Options struct {
 	RepoRoot     string
 	// Progress receives human progress lines (stderr).
 	Progress io.Writer
-}
-
-// knownBuilds are the controller builds this version can run.
-var knownBuilds = map[string]report.Provenance{
-	"stock": {Module: "k8s.io/kubernetes@v1.37.2 (unmodified)"},
 }
 
 // Prepare loads and validates everything a run needs before any cluster
@@ -79,9 +75,14 @@ func Prepare(opts Options) (*scenario.Scenario, error) {
 	if sc.Cluster.Provider != "local" {
 		return nil, fmt.Errorf("provider %q: not available yet in this version (only local)", sc.Cluster.Provider)
 	}
-	for _, b := range sc.Builds {
-		if _, ok := knownBuilds[b]; !ok {
-			return nil, fmt.Errorf("build %q: unknown controller build (known: stock)", b)
+	seen := map[string]bool{}
+	for i, b := range sc.Builds {
+		if seen[b] {
+			return nil, fmt.Errorf("builds[%d]: %q is listed twice", i, b)
+		}
+		seen[b] = true
+		if _, err := kcmbuild.Lookup(opts.RepoRoot, b); err != nil {
+			return nil, fmt.Errorf("builds[%d]: %w", i, err)
 		}
 	}
 	return sc, nil
@@ -109,12 +110,25 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 	if err != nil {
 		return reportDir, errors.Join(err, save())
 	}
-	provider := &local.Provider{Binaries: bins}
+	// Every build's controller is built (or found cached) before the first
+	// cluster starts: a patch that does not apply fails the run up front.
+	controllers := map[string]kcmbuild.Result{}
+	for _, build := range sc.Builds {
+		res, err := kcmbuild.Build(ctx, opts.RepoRoot, build, opts.Progress)
+		if err != nil {
+			return reportDir, errors.Join(fmt.Errorf("controller build %s: %w", build, err), save())
+		}
+		controllers[build] = res
+	}
 
 	var runErr error
 	for i, build := range sc.Builds {
 		last := i == len(sc.Builds)-1
-		b, err := runBuild(ctx, opts, sc, provider, build, filepath.Join(reportDir, build), rep, save, opts.Keep && last)
+		buildBins := bins
+		buildBins.KubeControllerManager = controllers[build].Binary
+		provider := &local.Provider{Binaries: buildBins}
+		prov := report.Provenance(controllers[build].Provenance)
+		b, err := runBuild(ctx, opts, sc, provider, build, prov, filepath.Join(reportDir, build), rep, save, opts.Keep && last)
 		if b != nil {
 			rep.Builds = append(rep.Builds, *b)
 		}
@@ -134,7 +148,7 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 	return reportDir, runErr
 }
 
-func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider cluster.Provider, build, outDir string,
+func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider cluster.Provider, build string, prov report.Provenance, outDir string,
 	rep *report.Report, save func() error, keep bool) (*report.Build, error) {
 	fmt.Fprintf(opts.Progress, ">> build %s: starting a %d-node %s cluster\n", build, sc.Cluster.Nodes, provider.Name())
 	c, err := provider.Start(ctx, cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep,
@@ -197,7 +211,6 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		return nil, fmt.Errorf("build %s: %w", build, err)
 	}
 	fmt.Fprintf(opts.Progress, ">> churning: %d cycles, seed %d\n", sc.Churn.Cycles, sc.Seed)
-	prov := knownBuilds[build]
 	// The proxy's counters are read around the churn, so that startup
 	// (informers listing everything) does not count per cycle.
 	proxied, _ := c.(cluster.ProxiedCluster)
@@ -266,7 +279,7 @@ func createWorkload(ctx context.Context, client kubernetes.Interface, sc *scenar
 	var targets []churn.Target
 	for _, s := range sc.Workload.StatefulSets {
 		if err := workload.Create(ctx, client, workload.StatefulSet{Namespace: Namespace, Name: s.Name, Replicas: s.Replicas,
-			VolumesPerPod: s.VolumesPerPod, StorageClass: local.StorageClassName}); err != nil {
+			VolumesPerPod: s.VolumesPerPod, StorageClass: local.StorageClassName, NoService: s.Service != nil && !*s.Service}); err != nil {
 			return nil, err
 		}
 		if len(sc.Churn.StatefulSets) > 0 && !slices.Contains(sc.Churn.StatefulSets, s.Name) {

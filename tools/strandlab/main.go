@@ -45,7 +45,7 @@ func execute() int {
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
 	code := 0
-	root.AddCommand(runCommand(&code), downCommand(), validateCommand())
+	root.AddCommand(runCommand(&code), downCommand(), validateCommand(), kcmCommand())
 	if err := root.Execute(); err != nil {
 		fmt.Fprintln(os.Stderr, "strandlab:", err)
 		klog.Flush()
