@@ -46,8 +46,7 @@ type Target struct {
 type Config struct {
 	Namespace string
 	Targets   []Target // candidates; each cycle picks one with the seeded RNG
-	// RoundRobin takes the targets in turn instead (each pod the same
-	// number of times).
+	// RoundRobin takes the targets in turn instead of shuffling each round.
 	RoundRobin   bool
 	Cycles       int
 	Seed         int64
@@ -103,17 +102,21 @@ type Result struct {
 	Interrupted bool
 }
 
-// Plan is the sequence of pods the run deletes, one per cycle: the targets
-// in turn (RoundRobin) or drawn with the seeded RNG. Same config, same plan.
+// Plan is the sequence of pods the run deletes, one per cycle, in rounds
+// that delete every target once: in turn (RoundRobin) or in an order
+// shuffled each round with the seeded RNG. Rounds keep the churn even
+// across pods and keep a pod's cycles apart, so concurrent cycles rarely
+// wait for one another. Same config, same plan.
 func Plan(cfg Config) []Target {
 	// PCG with the scenario seed: same seed, same sequence of targets.
 	rng := rand.New(rand.NewPCG(uint64(cfg.Seed), 0x5354524e))
-	plan := make([]Target, cfg.Cycles)
-	for i := range plan {
-		plan[i] = cfg.Targets[i%len(cfg.Targets)]
+	plan := make([]Target, 0, cfg.Cycles)
+	round := slices.Clone(cfg.Targets)
+	for len(plan) < cfg.Cycles {
 		if !cfg.RoundRobin {
-			plan[i] = cfg.Targets[rng.IntN(len(cfg.Targets))]
+			rng.Shuffle(len(round), func(i, j int) { round[i], round[j] = round[j], round[i] })
 		}
+		plan = append(plan, round[:min(len(round), cfg.Cycles-len(plan))]...)
 	}
 	return plan
 }

@@ -49,6 +49,15 @@ func TestPlanIsSeeded(t *testing.T) {
 			if tc.roundRobin && a[7] != tc.cfg.Targets[2] {
 				t.Errorf("round robin cycle 7 = %v", a[7])
 			}
+			// Every round of len(targets) cycles deletes each pod once.
+			n := len(tc.cfg.Targets)
+			for r := 0; r+n <= len(a); r += n {
+				round := slices.Clone(a[r : r+n])
+				slices.SortFunc(round, func(x, y Target) int { return x.Ordinal - y.Ordinal })
+				if !slices.Equal(round, tc.cfg.Targets) {
+					t.Errorf("round at %d = %v, want each target once", r, a[r:r+n])
+				}
+			}
 		})
 	}
 }

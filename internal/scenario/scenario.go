@@ -81,6 +81,9 @@ type StatefulSet struct {
 	Replicas int32  `json:"replicas"`
 	// VolumesPerPod is the number of CSI volumes (PVCs) per pod.
 	VolumesPerPod int `json:"volumesPerPod,omitempty"`
+	// Service: create the headless Service (default true). Soaks turn it
+	// off: endpoints churn costs CPU and has nothing to do with attach.
+	Service *bool `json:"service,omitempty"`
 }
 
 // Scheduling is how StatefulSet pods are placed.
@@ -136,8 +139,8 @@ type Delay = ExtenderLatency
 type Churn struct {
 	// Cycles is the number of delete/recreate cycles.
 	Cycles int `json:"cycles"`
-	// Order of the pods deleted: random (default, seeded) or roundRobin
-	// (every pod the same number of times).
+	// Order of the pods deleted, in rounds that delete every pod once:
+	// random (default: each round shuffled with the seed) or roundRobin.
 	Order string `json:"order,omitempty"`
 	// StrandingThreshold: how long a volume must stay stranded (attached,
 	// absent from node status) before it counts (default 30s).

@@ -38,6 +38,9 @@ type StatefulSet struct {
 	// each pod mounts, from StorageClass.
 	VolumesPerPod int
 	StorageClass  string
+	// NoService skips the headless Service: its endpoints churn on every
+	// pod change costs CPU and has nothing to do with attach/detach.
+	NoService bool
 }
 
 // CreateNamespace creates namespace (if needed) and waits until the service
@@ -58,8 +61,8 @@ func CreateNamespace(ctx context.Context, client kubernetes.Interface, namespace
 	return nil
 }
 
-// Create creates the namespace (if needed), a headless Service and the
-// StatefulSet. Pods are managed in parallel so one slow pod does not hold
+// Create creates the namespace (if needed), a headless Service (unless
+// NoService) and the StatefulSet. Pods are managed in parallel so one slow pod does not hold
 // back the others' replacements.
 func Create(ctx context.Context, client kubernetes.Interface, s StatefulSet) error {
 	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: s.Namespace}}
@@ -67,12 +70,14 @@ func Create(ctx context.Context, client kubernetes.Interface, s StatefulSet) err
 		return fmt.Errorf("create namespace %s: %w", s.Namespace, err)
 	}
 	labels := map[string]string{LabelStatefulSet: s.Name}
-	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace},
-		Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels, Ports: []corev1.ServicePort{{Name: "web", Port: 80}}},
-	}
-	if _, err := client.CoreV1().Services(s.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
-		return fmt.Errorf("create service %s/%s: %w", s.Namespace, s.Name, err)
+	if !s.NoService {
+		svc := &corev1.Service{
+			ObjectMeta: metav1.ObjectMeta{Name: s.Name, Namespace: s.Namespace},
+			Spec:       corev1.ServiceSpec{ClusterIP: corev1.ClusterIPNone, Selector: labels, Ports: []corev1.ServicePort{{Name: "web", Port: 80}}},
+		}
+		if _, err := client.CoreV1().Services(s.Namespace).Create(ctx, svc, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create service %s/%s: %w", s.Namespace, s.Name, err)
+		}
 	}
 	sts, err := statefulSetFromManifest(s)
 	if err != nil {
