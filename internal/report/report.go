@@ -201,12 +201,23 @@ func percentilesMS(ds []time.Duration) Percentiles {
 
 // Write writes report.json and report.md into dir atomically (a reader never
 // sees a half-written file) and, when latest is not empty, copies both there.
+// When the report has at least one build it also writes the comparison,
+// compare.md and compare.png (compare.go), the same way into both. If the
+// plot cannot be drawn, the other files are still written, a compare.png
+// left there by an earlier write is removed (it would show other figures)
+// and the error is returned.
 func Write(r *Report, dir, latest string) error {
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
 	md := []byte(Markdown(r))
+	var compareMD, comparePNG []byte
+	var plotErr error
+	if len(r.Builds) > 0 {
+		compareMD = []byte(CompareMarkdown(r))
+		comparePNG, plotErr = drawPlot(r)
+	}
 	for _, d := range []string{dir, latest} {
 		if d == "" {
 			continue
@@ -220,8 +231,23 @@ func Write(r *Report, dir, latest string) error {
 		if err := writeAtomic(filepath.Join(d, "report.md"), md); err != nil {
 			return err
 		}
+		if compareMD == nil {
+			continue
+		}
+		if err := writeAtomic(filepath.Join(d, CompareMarkdownFile), compareMD); err != nil {
+			return err
+		}
+		if plotErr != nil {
+			if err := os.Remove(filepath.Join(d, ComparePlotFile)); err != nil && !os.IsNotExist(err) {
+				return err
+			}
+			continue
+		}
+		if err := writeAtomic(filepath.Join(d, ComparePlotFile), comparePNG); err != nil {
+			return err
+		}
 	}
-	return nil
+	return plotErr
 }
 
 func writeAtomic(path string, data []byte) error {
@@ -242,7 +268,11 @@ func writeAtomic(path string, data []byte) error {
 		os.Remove(tmp.Name())
 		return err
 	}
-	return os.Rename(tmp.Name(), path)
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		os.Remove(tmp.Name())
+		return err
+	}
+	return nil
 }
 
 // Markdown renders the report for people.

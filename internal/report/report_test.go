@@ -95,7 +95,7 @@ func TestWriteIsCompleteAndCopiedToLatest(t *testing.T) {
 			t.Errorf("report.md: %v\n%s", err, md)
 		}
 		entries, _ := os.ReadDir(d)
-		if len(entries) != 2 {
+		if len(entries) != 4 { // report.json, report.md, compare.md, compare.png
 			t.Errorf("%s holds %d files (temporary files left?)", d, len(entries))
 		}
 	}
