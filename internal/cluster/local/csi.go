@@ -152,6 +152,11 @@ func (p *Provider) startCSI(c *Cluster, l csiLayout, driver string, cfg *cluster
 		"--kubeconfig=" + cfg.csiAttacher,
 		"--leader-election=false",
 		"--timeout=15s",
+		// The sidecars' defaults (5 QPS, 10 workers) make the attacher the
+		// bottleneck of a fast churn (each detach+attach is ~6 writes);
+		// production deployments raise them too. The A/D controller under
+		// test keeps its own defaults.
+		"--kube-api-qps=100", "--kube-api-burst=200", "--worker-threads=50",
 		fmt.Sprintf("--http-endpoint=127.0.0.1:%d", attacherPort),
 		"--v=2",
 	}}, httpGetOK(fmt.Sprintf("http://127.0.0.1:%d/metrics", attacherPort), nil)); err != nil {
@@ -162,6 +167,7 @@ func (p *Provider) startCSI(c *Cluster, l csiLayout, driver string, cfg *cluster
 		"--kubeconfig=" + cfg.csiProvisioner,
 		"--leader-election=false",
 		"--timeout=15s",
+		"--kube-api-qps=100", "--kube-api-burst=200",
 		fmt.Sprintf("--http-endpoint=127.0.0.1:%d", provisionerPort),
 		"--v=2",
 	}}, httpGetOK(fmt.Sprintf("http://127.0.0.1:%d/metrics", provisionerPort), nil)); err != nil {
