@@ -292,6 +292,11 @@ func TestKeepLeavesAUsableCluster(t *testing.T) {
 		}
 	}
 
+	// A healthy cluster: strandscan finds nothing and exits 0.
+	if code, found, stderr := runStrandscan(t, m[1]); code != 0 || len(found.Findings) != 0 || found.Counts.Pods == 0 {
+		t.Errorf("strandscan on a healthy cluster: exit %d, %+v\n%s", code, found, stderr)
+	}
+
 	pids := pidsOf(t, filepath.Join(dir, "pids"))
 	if out, err := exec.Command(strandlab, "down", dir).CombinedOutput(); err != nil {
 		t.Fatalf("strandlab down: %v\n%s", err, out)

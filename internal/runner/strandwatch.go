@@ -18,8 +18,13 @@ import (
 	"github.com/strandlab/strandlab/internal/timeline"
 )
 
+// snapshotInterval is the detector's sampling period: short enough to see
+// the sub-second windows of safety violations (reported at once), cheap
+// because snapshots come from informer caches.
+const snapshotInterval = 250 * time.Millisecond
+
 // strandWatch feeds the detector a snapshot of the API objects every
-// second, from informer caches, and remembers what it found.
+// snapshotInterval, from informer caches, and remembers what it found.
 type strandWatch struct {
 	mu       sync.Mutex
 	stranded map[string]detector.Finding // by pod (namespace/name), latest
@@ -57,7 +62,7 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, namespac
 	// is far below the 1 s sampling, and these windows are the bug.
 	tracker := detector.NewTracker(threshold, 0)
 	go func() {
-		t := time.NewTicker(time.Second)
+		t := time.NewTicker(snapshotInterval)
 		defer t.Stop()
 		for {
 			select {

@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/scan"
+)
+
+// strandscanBin builds tools/strandscan once per test binary.
+func strandscanBin(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(filepath.Dir(strandlab), "strandscan")
+	cmd := exec.Command("go", "build", "-o", bin, "./tools/strandscan")
+	cmd.Dir = repoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("build strandscan: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// runStrandscan runs strandscan -o json against kubeconfig and returns its
+// exit code and findings.
+func runStrandscan(t *testing.T, kubeconfig string, args ...string) (int, *scan.Report, string) {
+	t.Helper()
+	cmd := exec.Command(strandscanBin(t), append([]string{"--kubeconfig", kubeconfig, "-o", "json"}, args...)...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := 0
+	var exit *exec.ExitError
+	if errors.As(err, &exit) {
+		code = exit.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	var rep scan.Report
+	if code != 2 {
+		if err := json.Unmarshal(stdout.Bytes(), &rep); err != nil {
+			t.Fatalf("strandscan JSON: %v\n%s\n%s", err, stdout.String(), stderr.String())
+		}
+	}
+	return code, &rep, stderr.String()
+}
+
+// TestSeed122413StrandsStockNotFix is the reproduction: on the same
+// seed, the stock controller strands the volume on the first cycle, with
+// the timeline of kubernetes #122413, and the fix build does not; then
+// strandscan, pointed at the kept stock cluster, lists the stranding and
+// exits 1.
+func TestSeed122413StrandsStockNotFix(t *testing.T) {
+	r := start(t, "--scenario", "scenarios/seed-122413.yaml", "--builds", "fix,stock", "--cycles", "1", "--keep", "--check")
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d (3: outside the scenario's expect band):\n%s", code, r.text())
+	}
+	m, d := keptRe.FindStringSubmatch(r.text()), downRe.FindStringSubmatch(r.text())
+	if m == nil || d == nil {
+		t.Fatalf("no kubeconfig path / down command printed:\n%s", r.text())
+	}
+	t.Cleanup(func() { _ = exec.Command(strandlab, "down", d[1]).Run() })
+
+	rep := readReport(t, r.lastStdoutLine())
+	builds := map[string]report.Build{}
+	for _, b := range rep.Builds {
+		builds[b.Name] = b
+	}
+	if fix := builds["fix"]; fix.Cycles != 1 || fix.Stranded != 0 || fix.CyclesNotRunning != 0 || fix.Provenance.PatchSHA256 == "" {
+		t.Errorf("fix: %d cycles, %d stranded, %d not running, provenance %+v; want 1 Running cycle of a patched build",
+			fix.Cycles, fix.Stranded, fix.CyclesNotRunning, fix.Provenance)
+	}
+	stock := builds["stock"]
+	if stock.Stranded != 1 || len(stock.Strandings) != 1 || stock.Strandings[0].Cycle != 0 {
+		t.Fatalf("stock: %d stranded %+v, want the first cycle stranded", stock.Stranded, stock.Strandings)
+	}
+	s := stock.Strandings[0]
+	// DESIGN.md's steps, in order: removed from node status, detach,
+	// recreated on the same node, re-attached, empty patch, stranded.
+	steps := []struct{ what, contains string }{
+		{"volume removed from the node's status", "status.volumesAttached - " + s.Volume},
+		{"detach", "deletion requested (detach)"},
+		{"replacement on the same node", "scheduled to " + s.Node},
+		{"re-attach", "attached=true"},
+		{"empty patch", "PATCH nodes/" + s.Node + "/status {}"},
+		{"stranded", "stranded: VolumeAttachment"},
+	}
+	next := 0
+	for _, e := range s.Timeline {
+		if next < len(steps) && strings.Contains(e.Event, steps[next].contains) {
+			next++
+		}
+	}
+	if next < len(steps) {
+		var lines []string
+		for _, e := range s.Timeline {
+			lines = append(lines, e.Source+": "+e.Event)
+		}
+		t.Errorf("timeline lacks step %q (%q) in order:\n%s", steps[next].what, steps[next].contains, strings.Join(lines, "\n"))
+	}
+
+	code, found, stderr := runStrandscan(t, m[1], "--threshold", "10s")
+	if code != 1 || found.Counts.Stranded != 1 {
+		t.Fatalf("strandscan exit %d with %+v, want exit 1 and the stranding\n%s", code, found.Counts, stderr)
+	}
+	f := found.Findings[0]
+	if f.Node != s.Node || f.Pod != s.Pod || f.Volume != s.Volume || f.Since.IsZero() || f.Evidence == "" {
+		t.Errorf("strandscan finding %+v, want node %s pod %s volume %s with since and evidence", f, s.Node, s.Pod, s.Volume)
+	}
+}
