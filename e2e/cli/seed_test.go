@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -80,14 +81,20 @@ func TestSeed122413StrandsStockNotFix(t *testing.T) {
 	}
 	s := stock.Strandings[0]
 	// DESIGN.md's steps, in order: removed from node status, detach,
-	// recreated on the same node, re-attached, empty patch, stranded.
+	// recreated on the same node, re-attached, empty patch, and the volume
+	// still absent with the VolumeAttachment attached past the threshold.
+	// (The detector's "stranded since" is the re-attach: the condition holds
+	// from then on, before the empty patch makes it permanent.)
 	steps := []struct{ what, contains string }{
 		{"volume removed from the node's status", "status.volumesAttached - " + s.Volume},
 		{"detach", "deletion requested (detach)"},
 		{"replacement on the same node", "scheduled to " + s.Node},
 		{"re-attach", "attached=true"},
 		{"empty patch", "PATCH nodes/" + s.Node + "/status {}"},
-		{"stranded", "stranded: VolumeAttachment"},
+		{"stranded past the threshold", "still stranded past the threshold"},
+	}
+	if !strings.Contains(fmt.Sprint(s.Timeline), "stranded: VolumeAttachment "+s.VolumeAttachment) {
+		t.Errorf("timeline lacks the detector's evidence naming %s", s.VolumeAttachment)
 	}
 	next := 0
 	for _, e := range s.Timeline {
