@@ -26,7 +26,9 @@ const (
 	// pod on the node may mount it.
 	ListedNotAttached Kind = "listed_not_attached"
 	// DetachedUnderMount: safety violation (b) — the VolumeAttachment is being
-	// deleted or gone while a pod on the node still has the volume mounted.
+	// deleted or gone while a pod on the node still has the volume mounted
+	// (a container started, the pod still exists, and the kubelet still
+	// reports the volume in the node's status.volumesInUse).
 	DetachedUnderMount Kind = "detached_under_mount"
 )
 
@@ -143,7 +145,7 @@ func Check(s Snapshot) []Finding {
 		case listed && !vaAttached && mayMount(u.pod):
 			f.Kind = ListedNotAttached
 			f.Evidence = fmt.Sprintf("volume listed in node %s status.volumesAttached, but %s", node.Name, attachmentState(va))
-		case !vaLive && hasMounted(u.pod):
+		case !vaLive && hasMounted(u.pod) && inUse(node, u.unique):
 			f.Kind = DetachedUnderMount
 			f.Evidence = fmt.Sprintf("%s while pod %s still has the volume mounted", attachmentState(va), f.Pod)
 		default:
@@ -171,6 +173,16 @@ func hasMounted(pod *corev1.Pod) bool {
 		}
 	}
 	return false
+}
+
+// inUse: the kubelet still reports the volume in node.status.volumesInUse.
+// The kubelet drops a volume from the list only once no pod on the node
+// has it mounted, and the controller may detach only after that: a detach
+// while the server's list still has the volume is under a mount (a stale
+// controller view of the node, DESIGN.md), while a pod that outlives its
+// already reported unmount (its deletion not confirmed yet) is not.
+func inUse(n *corev1.Node, unique string) bool {
+	return slices.Contains(n.Status.VolumesInUse, corev1.UniqueVolumeName(unique))
 }
 
 func attachmentState(va *storagev1.VolumeAttachment) string {

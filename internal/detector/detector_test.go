@@ -21,6 +21,7 @@ type world struct {
 	podRunning  bool
 	podPhase    corev1.PodPhase
 	listedOn    []string // nodes listing the volume in volumesAttached
+	inUseOn     []string // nodes reporting the volume in volumesInUse
 	va          *vaState
 }
 
@@ -64,6 +65,11 @@ func (w world) snapshot(at time.Time) Snapshot {
 				node.Status.VolumesAttached = []corev1.AttachedVolume{{Name: corev1.UniqueVolumeName(UniqueVolumeName(driver, "h0"))}}
 			}
 		}
+		for _, l := range w.inUseOn {
+			if l == n {
+				node.Status.VolumesInUse = []corev1.UniqueVolumeName{corev1.UniqueVolumeName(UniqueVolumeName(driver, "h0"))}
+			}
+		}
 		s.Nodes = append(s.Nodes, node)
 	}
 	if w.va != nil {
@@ -93,7 +99,10 @@ func TestCheck(t *testing.T) {
 		{"listed with no attachment: safety violation", world{podNode: "node-1", listedOn: []string{"node-1"}}, ListedNotAttached},
 		{"listed while the attachment is being deleted: safety violation", world{podNode: "node-1", podRunning: true, listedOn: []string{"node-1"}, va: &vaState{"node-1", true, true}}, ListedNotAttached},
 		{"listed, pod finished: no violation", world{podNode: "node-1", podPhase: corev1.PodSucceeded, listedOn: []string{"node-1"}}, ""},
-		{"detached under a running pod: safety violation", world{podNode: "node-1", podRunning: true}, DetachedUnderMount},
+		{"detached under a running pod: safety violation", world{podNode: "node-1", podRunning: true, inUseOn: []string{"node-1"}}, DetachedUnderMount},
+		{"detach being requested under a running pod: safety violation", world{podNode: "node-1", podRunning: true, inUseOn: []string{"node-1"}, va: &vaState{"node-1", true, true}}, DetachedUnderMount},
+		{"detached after the kubelet reported the volume unused: fine", world{podNode: "node-1", podPhase: corev1.PodSucceeded, podRunning: false}, ""},
+		{"detached, pod still there but volume no longer in use: fine", world{podNode: "node-1", podRunning: true}, ""},
 		{"no attachment yet for a pod that never mounted: fine", world{podNode: "node-1"}, ""},
 		{"unscheduled pod: nothing", world{podNode: ""}, ""},
 	}

@@ -62,6 +62,8 @@ type Build struct {
 	PinningSameNodeRatio float64            `json:"pinning_same_node_ratio"`
 	Proxy                ProxyStats         `json:"proxy"`
 	Strandings           []Stranding        `json:"strandings"`
+	// SafetyFindings are the distinct safety violations, with evidence.
+	SafetyFindings []detector.Finding `json:"safety_findings"`
 	// Expectation is the scenario's outcome band for this build, checked.
 	Expectation *Expectation  `json:"expectation,omitempty"`
 	CycleLog    []churn.Cycle `json:"cycle_log,omitempty"`
@@ -121,6 +123,8 @@ func BuildFromChurn(name string, prov Provenance, res churn.Result, safety []det
 	var toRunning, deleteToRunning []time.Duration
 	same, moved := 0, 0
 	b.SafetyViolations = len(safety)
+	b.SafetyFindings = append([]detector.Finding{}, safety...)
+	slices.SortFunc(b.SafetyFindings, func(x, y detector.Finding) int { return x.Since.Compare(y.Since) })
 	for _, c := range res.Cycles {
 		if c.Outcome == churn.Stranded {
 			b.Stranded++
@@ -301,6 +305,13 @@ func Markdown(r *Report) string {
 		fmt.Fprintf(&b, "| %s | %s | %s |\n", n, c.Version, c.Provenance)
 	}
 	for _, bld := range r.Builds {
+		if len(bld.SafetyFindings) > 0 {
+			fmt.Fprintf(&b, "\n## Safety violations: build %s\n\n| since | kind | pod | node | volume | evidence |\n|---|---|---|---|---|---|\n", bld.Name)
+			for _, f := range bld.SafetyFindings {
+				fmt.Fprintf(&b, "| %s | %s | %s | %s | `%s` | %s |\n", f.Since.UTC().Format("15:04:05.000"), f.Kind, f.Pod, f.Node, f.Volume,
+					strings.ReplaceAll(f.Evidence, "|", "\\|"))
+			}
+		}
 		for _, s := range bld.Strandings {
 			fmt.Fprintf(&b, "\n## Stranding: build %s, cycle %d\n\npod %s on %s, volume `%s`, detected after %.0f ms\n\n| t (ms) | source | event |\n|---:|---|---|\n",
 				bld.Name, s.Cycle, s.Pod, s.Node, s.Volume, s.DetectedAfterMS)

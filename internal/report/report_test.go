@@ -100,3 +100,21 @@ func TestWriteIsCompleteAndCopiedToLatest(t *testing.T) {
 		}
 	}
 }
+
+func TestSafetyFindingsAreListedWithEvidence(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	safety := []detector.Finding{
+		{Kind: detector.ListedNotAttached, Pod: "ns/web-1", Node: "node-2", Volume: "v2", Since: at.Add(time.Second), Evidence: "volume listed, but no VolumeAttachment exists"},
+		{Kind: detector.DetachedUnderMount, Pod: "ns/web-0", Node: "node-1", Volume: "v1", Since: at, Evidence: "VolumeAttachment csi-1 is being deleted while pod ns/web-0 still has the volume mounted"},
+	}
+	b := BuildFromChurn("stock", Provenance{}, churn.Result{}, safety)
+	if b.SafetyViolations != 2 || len(b.SafetyFindings) != 2 || b.SafetyFindings[0].Pod != "ns/web-0" {
+		t.Fatalf("safety %d, findings %+v: want both, oldest first", b.SafetyViolations, b.SafetyFindings)
+	}
+	md := Markdown(&Report{Scenario: "s", Builds: []Build{b}})
+	for _, want := range []string{"## Safety violations: build stock", "detached_under_mount", "still has the volume mounted", "listed_not_attached"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+}

@@ -23,6 +23,9 @@ import (
 // because snapshots come from informer caches.
 const snapshotInterval = 250 * time.Millisecond
 
+// safetyHold: see startStrandWatch.
+const safetyHold = 200 * time.Millisecond
+
 // strandWatch feeds the detector a snapshot of the API objects every
 // snapshotInterval, from informer caches, and remembers what it found.
 type strandWatch struct {
@@ -58,9 +61,13 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, namespac
 	}
 	changes.start()
 	w := &strandWatch{stranded: map[string]detector.Finding{}, safety: map[string]detector.Finding{}, changes: changes}
-	// Safety violations are reported at once: snapshot skew between caches
-	// is far below the 1 s sampling, and these windows are the bug.
-	tracker := detector.NewTracker(threshold, 0)
+	// A safety violation counts once it holds in two snapshots in a row
+	// (longer than safetyHold): the harness's watches of nodes, pods and
+	// VolumeAttachments are separate streams, and a snapshot can catch one a
+	// few milliseconds ahead of another (e.g. a VolumeAttachment deleted
+	// right after the status patch that preceded it); the windows of the
+	// bugs last much longer.
+	tracker := detector.NewTracker(threshold, safetyHold)
 	go func() {
 		t := time.NewTicker(snapshotInterval)
 		defer t.Stop()

@@ -37,6 +37,7 @@ type world struct {
 	podRunning   bool
 	scheduledAgo time.Duration
 	listedOn     string        // node listing the volume in volumesAttached
+	inUseOn      string        // node reporting the volume in volumesInUse
 	nodeWriteAgo time.Duration // when the controller last changed node-1's volumesAttached; 0 = no entry
 	unmanaged    bool          // nodes without controller-managed-attach-detach
 	va           *vaState
@@ -82,6 +83,9 @@ func (w world) objects(now time.Time) []runtime.Object {
 		}
 		if w.listedOn == n {
 			node.Status.VolumesAttached = []corev1.AttachedVolume{{Name: volume, DevicePath: "/dev/x"}}
+		}
+		if w.inUseOn == n {
+			node.Status.VolumesInUse = []corev1.UniqueVolumeName{volume}
 		}
 		if n == "node-1" && w.nodeWriteAgo > 0 {
 			// Another volume keeps the list non-empty, so the controller owns it.
@@ -136,7 +140,7 @@ func TestScan(t *testing.T) {
 		{"pod on another node: not stranded", world{podNode: "node-2", scheduledAgo: 10 * time.Minute, va: old}, "", 0},
 		{"node not managed by the controller: skipped", world{podNode: "node-1", scheduledAgo: 10 * time.Minute, unmanaged: true, va: old}, "", 0},
 		{"listed without a VolumeAttachment: safety violation, reported at once", world{podNode: "node-1", scheduledAgo: time.Second, listedOn: "node-1"}, detector.ListedNotAttached, 0},
-		{"detached under a running pod: safety violation", world{podNode: "node-1", podRunning: true, scheduledAgo: 10 * time.Minute}, detector.DetachedUnderMount, 0},
+		{"detached under a running pod: safety violation", world{podNode: "node-1", podRunning: true, scheduledAgo: 10 * time.Minute, inUseOn: "node-1"}, detector.DetachedUnderMount, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
