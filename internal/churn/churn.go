@@ -152,9 +152,28 @@ func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, 
 	}
 	stopProgress := startProgress(cfg, len(plan), snapshot)
 
+	previous := map[string]Outcome{} // pod -> how its last cycle ended
+	// record ends a cycle: measured, or the harness's first error (which
+	// stops the others), or dropped when the run was interrupted.
+	record := func(c Cycle, err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case runCtx.Err() != nil:
+			// Interrupted (or another cycle failed): not a measured cycle.
+		case err != nil:
+			if firstErr == nil {
+				firstErr = err
+			}
+			cancel()
+		default:
+			done = append(done, c)
+			previous[c.Pod] = c.Outcome
+		}
+	}
+
 	slots := make(chan struct{}, concurrency)
 	busy := map[string]chan struct{}{} // pod -> closed when its cycle ends
-	previous := map[string]Outcome{}   // pod -> how its last cycle ended
 	var lastStart time.Time
 dispatch:
 	for i, t := range plan {
@@ -189,17 +208,7 @@ dispatch:
 		deadline := time.Now().Add(cfg.CycleTimeout)
 		c, old, err := deletePod(runCtx, client, pods, cfg, i, name, after, deadline)
 		if err != nil || old == nil {
-			mu.Lock()
-			switch {
-			case runCtx.Err() != nil:
-			case err != nil:
-				firstErr = err
-				cancel()
-			default:
-				done = append(done, c)
-				previous[name] = c.Outcome
-			}
-			mu.Unlock()
+			record(c, err)
 			<-slots
 			if err != nil {
 				break dispatch
@@ -213,21 +222,7 @@ dispatch:
 			defer wg.Done()
 			defer func() { <-slots }()
 			defer close(finished)
-			c, err := awaitReplacement(runCtx, pods, cfg, c, old, deadline)
-			mu.Lock()
-			defer mu.Unlock()
-			switch {
-			case runCtx.Err() != nil:
-				// Interrupted (or another cycle failed): not a measured cycle.
-			case err != nil:
-				if firstErr == nil {
-					firstErr = err
-				}
-				cancel()
-			default:
-				done = append(done, c)
-				previous[name] = c.Outcome
-			}
+			record(awaitReplacement(runCtx, pods, cfg, c, old, deadline))
 		}()
 	}
 	wg.Wait()
