@@ -28,6 +28,9 @@ type Spec struct {
 	CSIDriverName string
 	// NodeStatusUpdateFrequency of the kubelets (default 10s, the kubelet's).
 	NodeStatusUpdateFrequency time.Duration
+	// NodeStatusReportFrequency: the kubelets write an unchanged status
+	// after this long (default 5m, the kubelet's).
+	NodeStatusReportFrequency time.Duration
 	// Extender, if set, runs the pinning scheduler extender with this
 	// configuration and makes kube-scheduler call it.
 	Extender *extender.Config

@@ -68,6 +68,10 @@ type Cluster struct {
 	// the kubelet's. Volumes a pod needs reach node.status.volumesInUse at
 	// this pace, which gates both attach verification and detach.
 	NodeStatusUpdateFrequency Duration `json:"nodeStatusUpdateFrequency,omitempty"`
+	// NodeStatusReportFrequency: the kubelets write their status even when
+	// nothing changed after this long (default 5m as the kubelet's). A short
+	// one gives the controller a steady stream of node events.
+	NodeStatusReportFrequency Duration `json:"nodeStatusReportFrequency,omitempty"`
 }
 
 // Workload is what runs on the cluster.
@@ -231,6 +235,9 @@ func (s *Scenario) Validate() error {
 	}
 	if d := s.Cluster.NodeStatusUpdateFrequency.Duration; d != 0 && (d < 100*time.Millisecond || d > 5*time.Minute) {
 		return fmt.Errorf("cluster.nodeStatusUpdateFrequency: %v out of range [100ms, 5m]", d)
+	}
+	if d := s.Cluster.NodeStatusReportFrequency.Duration; d != 0 && (d < 100*time.Millisecond || d > time.Hour) {
+		return fmt.Errorf("cluster.nodeStatusReportFrequency: %v out of range [100ms, 1h]", d)
 	}
 	if len(s.Workload.StatefulSets) == 0 {
 		return errors.New("workload.statefulSets: at least one StatefulSet is required")

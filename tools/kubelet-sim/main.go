@@ -38,6 +38,7 @@ func main() {
 	driverName := fs.String("csi-driver-name", "", "CSI driver whose volumes the nodes attach and mount (empty: pods have no attachable volumes)")
 	socketDir := fs.String("csi-socket-dir", "", "directory holding each node's CSI node plugin socket, <dir>/<node>.sock; kubelet state goes to <dir>/kubelet/<node>")
 	statusEvery := fs.Duration("node-status-update-frequency", kubeletsim.DefaultNodeStatusUpdateFrequency, "how often each node writes its status (KubeletConfiguration nodeStatusUpdateFrequency)")
+	reportEvery := fs.Duration("node-status-report-frequency", kubeletsim.DefaultNodeStatusReportFrequency, "how often each node writes its status when nothing changed (KubeletConfiguration nodeStatusReportFrequency)")
 	klog.InitFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: kubelet-sim --node NAME=KUBECONFIG [--node ...] [-v N]\n\nSimulated kubelets for strandlab: registers the nodes, heartbeats, and runs\nthe lifecycle of the pods bound to them.\n\nFlags:\n")
@@ -54,6 +55,10 @@ func main() {
 	}
 	if *statusEvery <= 0 {
 		fmt.Fprintln(os.Stderr, "kubelet-sim: --node-status-update-frequency must be positive")
+		os.Exit(2)
+	}
+	if *reportEvery <= 0 {
+		fmt.Fprintln(os.Stderr, "kubelet-sim: --node-status-report-frequency must be positive")
 		os.Exit(2)
 	}
 
@@ -92,7 +97,7 @@ func main() {
 			volumes = kubeletsim.NewCSIVolumeManager(name, *driverName, filepath.Join(*socketDir, "kubelet", name), client, csi.NewNodeClient(conn))
 		}
 		sim, err := kubeletsim.NewNode(kubeletsim.Config{NodeName: name, Client: client, KubeletVersion: *version, PodCIDRIndex: i + 1,
-			Volumes: volumes, NodeStatusUpdateFrequency: *statusEvery})
+			Volumes: volumes, NodeStatusUpdateFrequency: *statusEvery, NodeStatusReportFrequency: *reportEvery})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)

@@ -266,6 +266,9 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	if spec.NodeStatusUpdateFrequency > 0 {
 		simArgs = append(simArgs, "--node-status-update-frequency="+spec.NodeStatusUpdateFrequency.String())
 	}
+	if spec.NodeStatusReportFrequency > 0 {
+		simArgs = append(simArgs, "--node-status-report-frequency="+spec.NodeStatusReportFrequency.String())
+	}
 	for _, n := range c.nodes {
 		simArgs = append(simArgs, "--node="+n+"="+cfg.nodes[n])
 	}
