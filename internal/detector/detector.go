@@ -5,6 +5,7 @@
 package detector
 
 import (
+	"crypto/sha256"
 	"fmt"
 	"slices"
 	"sort"
@@ -60,6 +61,14 @@ type Finding struct {
 
 // Key identifies a finding across snapshots.
 func (f Finding) Key() string { return string(f.Kind) + "|" + f.Pod + "|" + f.Node + "|" + f.Volume }
+
+// AttachmentName is the name the attach/detach controller gives the
+// VolumeAttachment of a CSI volume on a node, so that a finding names it
+// even while it does not exist (mirrors getAttachmentName in
+// k8s.io/kubernetes pkg/volume/csi/csi_attacher.go).
+func AttachmentName(volumeHandle, driver, node string) string {
+	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(volumeHandle+driver+node)))
+}
 
 // UniqueVolumeName of a CSI volume: kubernetes.io/csi/<driver>^<handle>.
 func UniqueVolumeName(driver, handle string) string {
@@ -133,6 +142,7 @@ func Check(s Snapshot) []Finding {
 		listed := slices.ContainsFunc(node.Status.VolumesAttached, func(a corev1.AttachedVolume) bool { return string(a.Name) == u.unique })
 		va := vas[[2]string{u.pv.Name, node.Name}]
 		f := Finding{Pod: u.pod.Namespace + "/" + u.pod.Name, Node: node.Name, Volume: u.unique, PV: u.pv.Name, Since: s.Time}
+		f.VolumeAttachment = AttachmentName(u.pv.Spec.CSI.VolumeHandle, u.pv.Spec.CSI.Driver, node.Name)
 		if va != nil {
 			f.VolumeAttachment = va.Name
 		}

@@ -122,7 +122,20 @@ func TestCheck(t *testing.T) {
 			if f.Pod != "ns/web-0" || f.Volume != "kubernetes.io/csi/hostpath.csi.k8s.io^h0" || f.PV != "pv-0" || f.Evidence == "" {
 				t.Errorf("finding %+v", f)
 			}
+			// The attachment is named even when it does not exist.
+			if wantVA := AttachmentName("h0", driver, "node-1"); tc.w.va == nil && f.VolumeAttachment != wantVA {
+				t.Errorf("VolumeAttachment %q, want %q", f.VolumeAttachment, wantVA)
+			}
 		})
+	}
+}
+
+func TestAttachmentNameIsTheControllers(t *testing.T) {
+	// sha256("vol-1" + "hostpath.csi.k8s.io" + "node-1"), as upstream's
+	// getAttachmentName computes it.
+	want := "csi-a5a2e67339ab5660a390dc86be397e784322823ff01f40cf2c01a72c3cab1374"
+	if got := AttachmentName("vol-1", "hostpath.csi.k8s.io", "node-1"); got != want {
+		t.Errorf("AttachmentName = %q, want %q", got, want)
 	}
 }
 

@@ -74,12 +74,21 @@ func (f Focus) concerns(e Entry) bool {
 
 // FromProxy turns the proxy's journal into entries: a held watch event
 // becomes two (held, then delivered to the controller), a controller write
-// one, with its body, so that an empty status patch reads `{}`.
+// one, with its body, so that an empty status patch reads `{}`. A held node
+// event whose volumesAttached is the same as the node's previous held
+// event's (a heartbeat) is left out: it changes nothing a timeline shows.
 func FromProxy(journal []proxy.JournalEntry) []Entry {
 	var out []Entry
+	lastList := map[string]string{} // node -> volumesAttached of its last held event
 	for _, j := range journal {
 		switch j.Kind {
 		case "event_delayed":
+			if j.Name != "" {
+				if prev, ok := lastList[j.Name]; ok && prev == j.Body {
+					continue
+				}
+				lastList[j.Name] = j.Body
+			}
 			what := fmt.Sprintf("%s event %s", j.Resource, j.Verb)
 			if j.Name != "" {
 				what = fmt.Sprintf("%s event for %s (status.volumesAttached %s)", j.Verb, j.Name, j.Body)

@@ -131,6 +131,8 @@ func TestFromProxyShowsTheEmptyPatch(t *testing.T) {
 		{Time: t0.Add(time.Second), Kind: "request", Resource: "nodes/status", Name: "node-1", Verb: "PATCH", Body: "{}", Code: 200},
 		{Time: t0.Add(time.Second), Kind: "request", Resource: "volumeattachments", Name: "csi-1", Verb: "DELETE", Code: 200},
 	}
+	// A heartbeat held behind it, with the same list, adds nothing.
+	journal = append(journal, proxy.JournalEntry{Time: t0.Add(2 * time.Second), Kind: "event_delayed", Resource: "nodes", Name: "node-1", Verb: "MODIFIED", Release: t0.Add(5 * time.Second), Body: "[]"})
 	got := FromProxy(journal)
 	want := []string{
 		"watch MODIFIED event for node-1 (status.volumesAttached []) held back from kube-controller-manager for 3s",
