@@ -68,6 +68,9 @@ type Config struct {
 	// the detector (pod as namespace/name); a cycle ends as Stranded when
 	// one began after the cycle's delete.
 	StrandedPod func(pod string) (detector.Finding, bool)
+	// SafetyViolations, if set, is the detector's count so far, for the
+	// progress line.
+	SafetyViolations func() int
 }
 
 // Cycle is what happened in one delete/recreate cycle.
@@ -233,7 +236,7 @@ dispatch:
 		return res, firstErr
 	}
 	if cfg.Progress != nil {
-		printProgress(cfg.Progress, res.Cycles, len(plan), res.Elapsed)
+		printProgress(cfg.Progress, res.Cycles, len(plan), res.Elapsed, cfg.SafetyViolations)
 	}
 	return res, nil
 }
@@ -255,7 +258,7 @@ func startProgress(cfg Config, total int, snapshot func() Result) (stop func()) 
 				return
 			case <-t.C:
 				res := snapshot()
-				printProgress(cfg.Progress, res.Cycles, total, res.Elapsed)
+				printProgress(cfg.Progress, res.Cycles, total, res.Elapsed, cfg.SafetyViolations)
 				if cfg.OnProgress != nil {
 					cfg.OnProgress(res)
 				}
@@ -367,7 +370,7 @@ func awaitReplacement(ctx context.Context, pods *workload.Pods, cfg Config, c Cy
 // Pods is the pod view the runner waits on.
 type Pods = workload.Pods
 
-func printProgress(w io.Writer, done []Cycle, total int, elapsed time.Duration) {
+func printProgress(w io.Writer, done []Cycle, total int, elapsed time.Duration, safety func() int) {
 	failed, stranded := 0, 0
 	for _, c := range done {
 		switch c.Outcome {
@@ -382,6 +385,10 @@ func printProgress(w io.Writer, done []Cycle, total int, elapsed time.Duration) 
 	if rate > 0 {
 		eta = time.Duration(float64(total-len(done)) / rate * float64(time.Second)).Round(time.Second).String()
 	}
-	fmt.Fprintf(w, "cycles %d/%d  %.2f/s  stranded %d  timed out %d  elapsed %s  ETA %s\n",
-		len(done), total, rate, stranded, failed, elapsed.Round(time.Second), eta)
+	unsafe := ""
+	if safety != nil {
+		unsafe = fmt.Sprintf("  safety %d", safety())
+	}
+	fmt.Fprintf(w, "cycles %d/%d  %.2f/s  stranded %d%s  timed out %d  elapsed %s  ETA %s\n",
+		len(done), total, rate, stranded, unsafe, failed, elapsed.Round(time.Second), eta)
 }

@@ -62,8 +62,9 @@ type Build struct {
 	PinningSameNodeRatio float64            `json:"pinning_same_node_ratio"`
 	Proxy                ProxyStats         `json:"proxy"`
 	Strandings           []Stranding        `json:"strandings"`
-	// SafetyFindings are the distinct safety violations, with evidence.
-	SafetyFindings []detector.Finding `json:"safety_findings"`
+	// SafetyFindings are the safety violations, one per episode (a
+	// condition holding continuously), with evidence and timeline.
+	SafetyFindings []SafetyFinding `json:"safety_findings"`
 	// Expectation is the scenario's outcome band for this build, checked.
 	Expectation *Expectation  `json:"expectation,omitempty"`
 	CycleLog    []churn.Cycle `json:"cycle_log,omitempty"`
@@ -107,7 +108,32 @@ type Stranding struct {
 	Timeline         []TimelineEntry `json:"timeline"`
 }
 
-// TimelineEntry is one event of a stranding's timeline.
+// SafetyFinding is one safety violation with the timeline that led to it.
+type SafetyFinding struct {
+	detector.Finding
+	// Timeline's t_ms is relative to the violation's start (Since).
+	Timeline []TimelineEntry `json:"timeline,omitempty"`
+}
+
+// SafetyFindingOf adds the detector's verdict to what the API and the proxy
+// showed around the violation and makes the times relative to its start.
+func SafetyFindingOf(f detector.Finding, seen []timeline.Entry) SafetyFinding {
+	entries := append(slices.Clone(seen), timeline.Entry{Time: f.Since, Source: timeline.Detector,
+		Event: fmt.Sprintf("safety violation (%s) begins: %s", f.Kind, f.Evidence)})
+	return SafetyFinding{Finding: f, Timeline: relative(entries, f.Since)}
+}
+
+// relative sorts entries by time and expresses them in ms since t0.
+func relative(entries []timeline.Entry, t0 time.Time) []TimelineEntry {
+	slices.SortStableFunc(entries, func(a, b timeline.Entry) int { return a.Time.Compare(b.Time) })
+	out := make([]TimelineEntry, 0, len(entries))
+	for _, e := range entries {
+		out = append(out, TimelineEntry{TMS: float64(e.Time.Sub(t0).Microseconds()) / 1000, Source: e.Source, Event: e.Event})
+	}
+	return out
+}
+
+// TimelineEntry is one event of a stranding's or safety violation's timeline.
 type TimelineEntry struct {
 	TMS    float64 `json:"t_ms"`
 	Source string  `json:"source"`
@@ -117,14 +143,14 @@ type TimelineEntry struct {
 // BuildFromChurn summarises a churn result for one build. Cycle-level facts
 // the churn runner cannot know yet (strandings, proxy counters, API request
 // counts) are filled in by their own components.
-func BuildFromChurn(name string, prov Provenance, res churn.Result, safety []detector.Finding) Build {
+func BuildFromChurn(name string, prov Provenance, res churn.Result, safety []SafetyFinding) Build {
 	b := Build{Name: name, Provenance: prov, Cycles: len(res.Cycles),
 		APIRequestsPerCycle: map[string]float64{}, Strandings: []Stranding{}, CycleLog: res.Cycles}
 	var toRunning, deleteToRunning []time.Duration
 	same, moved := 0, 0
 	b.SafetyViolations = len(safety)
-	b.SafetyFindings = append([]detector.Finding{}, safety...)
-	slices.SortFunc(b.SafetyFindings, func(x, y detector.Finding) int { return x.Since.Compare(y.Since) })
+	b.SafetyFindings = append([]SafetyFinding{}, safety...)
+	slices.SortFunc(b.SafetyFindings, func(x, y SafetyFinding) int { return x.Since.Compare(y.Since) })
 	for _, c := range res.Cycles {
 		if c.Outcome == churn.Stranded {
 			b.Stranded++
@@ -165,7 +191,6 @@ func BuildFromChurn(name string, prov Provenance, res churn.Result, safety []det
 // (c.Timeline).
 func strandingOf(c churn.Cycle) Stranding {
 	f := c.Stranding
-	ms := func(t time.Time) float64 { return float64(t.Sub(c.DeletedAt).Microseconds()) / 1000 }
 	entries := []timeline.Entry{{Time: c.DeletedAt, Source: timeline.Runner, Event: fmt.Sprintf("deleted pod %s (on %s)", c.Pod, c.OldNode)}}
 	if !c.ReplacementSeenAt.IsZero() {
 		entries = append(entries, timeline.Entry{Time: c.ReplacementSeenAt, Source: timeline.Runner, Event: "replacement pod seen"})
@@ -174,13 +199,8 @@ func strandingOf(c churn.Cycle) Stranding {
 	entries = append(entries,
 		timeline.Entry{Time: f.Since, Source: timeline.Detector, Event: "stranded: " + f.Evidence},
 		timeline.Entry{Time: c.DetectedAt, Source: timeline.Detector, Event: "still stranded past the threshold: counted"})
-	slices.SortStableFunc(entries, func(a, b timeline.Entry) int { return a.Time.Compare(b.Time) })
-	out := make([]TimelineEntry, 0, len(entries))
-	for _, e := range entries {
-		out = append(out, TimelineEntry{TMS: ms(e.Time), Source: e.Source, Event: e.Event})
-	}
 	return Stranding{Cycle: c.Index, Pod: f.Pod, Node: f.Node, Volume: f.Volume, VolumeAttachment: f.VolumeAttachment,
-		DetectedAfterMS: ms(c.DetectedAt), Timeline: out}
+		DetectedAfterMS: float64(c.DetectedAt.Sub(c.DeletedAt).Microseconds()) / 1000, Timeline: relative(entries, c.DeletedAt)}
 }
 
 // AddProxyCounters fills the build's controller request counts per cycle
@@ -312,15 +332,35 @@ func Markdown(r *Report) string {
 					strings.ReplaceAll(f.Evidence, "|", "\\|"))
 			}
 		}
-		for _, s := range bld.Strandings {
+		for i, f := range bld.SafetyFindings {
+			if i == maxTimelinesPerKind {
+				fmt.Fprintf(&b, "\n(%d more safety violations: their timelines are in report.json)\n", len(bld.SafetyFindings)-i)
+				break
+			}
+			fmt.Fprintf(&b, "\n## Safety violation: build %s, %s\n\npod %s on %s, volume `%s`, from %s\n\n| t (ms) | source | event |\n|---:|---|---|\n",
+				bld.Name, f.Kind, f.Pod, f.Node, f.Volume, f.Since.UTC().Format("15:04:05.000"))
+			writeTimeline(&b, f.Timeline)
+		}
+		for i, s := range bld.Strandings {
+			if i == maxTimelinesPerKind {
+				fmt.Fprintf(&b, "\n(%d more strandings: their timelines are in report.json)\n", len(bld.Strandings)-i)
+				break
+			}
 			fmt.Fprintf(&b, "\n## Stranding: build %s, cycle %d\n\npod %s on %s, volume `%s`, detected after %.0f ms\n\n| t (ms) | source | event |\n|---:|---|---|\n",
 				bld.Name, s.Cycle, s.Pod, s.Node, s.Volume, s.DetectedAfterMS)
-			for _, e := range s.Timeline {
-				fmt.Fprintf(&b, "| %.0f | %s | %s |\n", e.TMS, e.Source, strings.ReplaceAll(e.Event, "|", "\\|"))
-			}
+			writeTimeline(&b, s.Timeline)
 		}
 	}
 	return b.String()
+}
+
+// maxTimelinesPerKind bounds report.md on long runs; report.json has all.
+const maxTimelinesPerKind = 10
+
+func writeTimeline(b *bytes.Buffer, entries []TimelineEntry) {
+	for _, e := range entries {
+		fmt.Fprintf(b, "| %.0f | %s | %s |\n", e.TMS, e.Source, strings.ReplaceAll(e.Event, "|", "\\|"))
+	}
 }
 
 // Table is the per-build comparison as a Markdown table (also printed on

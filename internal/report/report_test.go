@@ -10,6 +10,7 @@ import (
 
 	"github.com/strandlab/strandlab/internal/churn"
 	"github.com/strandlab/strandlab/internal/detector"
+	"github.com/strandlab/strandlab/internal/timeline"
 )
 
 func TestBuildFromChurn(t *testing.T) {
@@ -49,7 +50,7 @@ func TestStrandedCycleIsCountedWithItsTimeline(t *testing.T) {
 		{Index: 0, Outcome: churn.Running},
 		{Index: 1, Pod: "web-0", Outcome: churn.Stranded, DeletedAt: del, ReplacementSeenAt: del.Add(time.Second), Stranding: &f, DetectedAt: del.Add(33 * time.Second)},
 	}}
-	b := BuildFromChurn("stock", Provenance{}, res, []detector.Finding{{Kind: detector.ListedNotAttached}})
+	b := BuildFromChurn("stock", Provenance{}, res, []SafetyFinding{{Finding: detector.Finding{Kind: detector.ListedNotAttached}}})
 	if b.Stranded != 1 || b.StrandedRate != 0.5 || b.SafetyViolations != 1 || b.CyclesNotRunning != 0 {
 		t.Fatalf("build %+v", b)
 	}
@@ -107,12 +108,16 @@ func TestSafetyFindingsAreListedWithEvidence(t *testing.T) {
 		{Kind: detector.ListedNotAttached, Pod: "ns/web-1", Node: "node-2", Volume: "v2", Since: at.Add(time.Second), Evidence: "volume listed, but no VolumeAttachment exists"},
 		{Kind: detector.DetachedUnderMount, Pod: "ns/web-0", Node: "node-1", Volume: "v1", Since: at, Evidence: "VolumeAttachment csi-1 is being deleted while pod ns/web-0 still has the volume mounted"},
 	}
-	b := BuildFromChurn("stock", Provenance{}, churn.Result{}, safety)
+	patched := timeline.Entry{Time: at.Add(-1500 * time.Millisecond), Source: timeline.Proxy, Event: "controller PATCH nodes/node-1/status {}"}
+	b := BuildFromChurn("stock", Provenance{}, churn.Result{}, []SafetyFinding{SafetyFindingOf(safety[0], nil), SafetyFindingOf(safety[1], []timeline.Entry{patched})})
+	if tl := b.SafetyFindings[0].Timeline; len(tl) != 2 || tl[0].TMS != -1500 || tl[1].TMS != 0 || tl[1].Source != timeline.Detector {
+		t.Errorf("timeline %+v: want the PATCH 1500 ms before the detector's verdict", tl)
+	}
 	if b.SafetyViolations != 2 || len(b.SafetyFindings) != 2 || b.SafetyFindings[0].Pod != "ns/web-0" {
 		t.Fatalf("safety %d, findings %+v: want both, oldest first", b.SafetyViolations, b.SafetyFindings)
 	}
 	md := Markdown(&Report{Scenario: "s", Builds: []Build{b}})
-	for _, want := range []string{"## Safety violations: build stock", "detached_under_mount", "still has the volume mounted", "listed_not_attached"} {
+	for _, want := range []string{"## Safety violations: build stock", "detached_under_mount", "## Safety violation: build stock, detached_under_mount", "| -1500 | proxy | controller PATCH nodes/node-1/status {} |", "still has the volume mounted", "listed_not_attached"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q", want)
 		}

@@ -6,9 +6,11 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -153,7 +155,8 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	fmt.Fprintf(opts.Progress, ">> build %s: starting a %d-node %s cluster\n", build, sc.Cluster.Nodes, provider.Name())
 	c, err := provider.Start(ctx, cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep,
 		CSIDriverName: sc.Cluster.CSIDriver, NodeStatusUpdateFrequency: sc.Cluster.NodeStatusUpdateFrequency.Duration,
-		Extender: extenderConfig(sc), Proxy: proxyProfile(sc)})
+		NodeStatusReportFrequency: sc.Cluster.NodeStatusReportFrequency.Duration,
+		Extender:                  extenderConfig(sc), Proxy: proxyProfile(sc)})
 	if err != nil {
 		return nil, fmt.Errorf("build %s: start cluster: %w", build, err)
 	}
@@ -166,6 +169,10 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 			klog.ErrorS(err, "Teardown failed", "build", build)
 		}
 	}()
+	// The harness's watches of this cluster end before the cluster does
+	// (deferred calls run last-in first-out), not with the whole run.
+	ctx, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
 	fmt.Fprintf(opts.Progress, ">> cluster ready in %.1fs (Kubernetes %s)\n", c.StartDuration().Seconds(), c.KubernetesVersion())
 	rep.KubernetesVersion = c.KubernetesVersion()
 	rep.ClusterStartSeconds = c.StartDuration().Seconds()
@@ -206,16 +213,20 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		return nil, fmt.Errorf("build %s: workload pods not Running within 3m (see %s/logs)", build, outDir)
 	}
 
-	strands, err := startStrandWatch(ctx, client, Namespace, sc.Churn.StrandingThreshold.Duration)
+	// With a proxy, timelines include its journal.
+	proxied, _ := c.(cluster.ProxiedCluster)
+	if sc.Proxy == nil {
+		proxied = nil
+	}
+	strands, err := startStrandWatch(ctx, client, proxied, Namespace, sc.Churn.StrandingThreshold.Duration)
 	if err != nil {
 		return nil, fmt.Errorf("build %s: %w", build, err)
 	}
 	fmt.Fprintf(opts.Progress, ">> churning: %d cycles, seed %d\n", sc.Churn.Cycles, sc.Seed)
 	// The proxy's counters are read around the churn, so that startup
 	// (informers listing everything) does not count per cycle.
-	proxied, _ := c.(cluster.ProxiedCluster)
 	var before proxy.Counters
-	if proxied != nil && sc.Proxy != nil {
+	if proxied != nil {
 		if before, err = proxied.ProxyCounters(ctx); err != nil {
 			return nil, fmt.Errorf("build %s: %w", build, err)
 		}
@@ -223,15 +234,9 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	res, err := churn.Run(ctx, client, pods, churn.Config{
 		Namespace: Namespace, Targets: targets, Cycles: sc.Churn.Cycles, Seed: sc.Seed, RoundRobin: sc.Churn.Order == "roundRobin",
 		CycleTimeout: sc.Churn.CycleTimeout.Duration, Progress: opts.Progress, ProgressEvery: 5 * time.Second,
-		StrandedPod: strands.StrandedPod,
+		StrandedPod: strands.StrandedPod, SafetyViolations: func() int { return len(strands.SafetyViolations()) },
 		Concurrency: sc.Churn.Concurrency, Interval: sc.Churn.Interval.Duration,
-		Explain: func(cy churn.Cycle) []timeline.Entry {
-			var pc cluster.ProxiedCluster
-			if sc.Proxy != nil {
-				pc = proxied
-			}
-			return strands.Explain(ctx, pc, cy)
-		},
+		Explain: func(cy churn.Cycle) []timeline.Entry { return strands.Explain(ctx, cy) },
 		OnProgress: func(done churn.Result) {
 			partial := report.BuildFromChurn(build, prov, done, strands.SafetyViolations())
 			rep.Builds = append(rep.Builds, partial)
@@ -246,12 +251,15 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		unmet := band.Check(outcomeOf(b, res))
 		b.Expectation = &report.Expectation{Met: len(unmet) == 0, Unmet: unmet}
 	}
-	if proxied != nil && sc.Proxy != nil {
+	if proxied != nil {
 		after, cerr := proxied.ProxyCounters(context.Background())
 		if cerr != nil {
 			return &b, errors.Join(err, fmt.Errorf("build %s: %w", build, cerr))
 		}
 		report.AddProxyCounters(&b, before, after)
+		if jerr := saveProxyJournal(proxied, filepath.Join(outDir, "logs", "apiproxy-journal.json")); jerr != nil {
+			klog.ErrorS(jerr, "Saving the proxy's journal failed", "build", build)
+		}
 	}
 	if res.Interrupted {
 		fmt.Fprintf(opts.Progress, ">> interrupted after %d cycles\n", len(res.Cycles))
@@ -326,4 +334,19 @@ func proxyProfile(sc *scenario.Scenario) *proxy.Profile {
 	}
 	p := sc.Proxy.Profile(sc.Seed)
 	return &p
+}
+
+// saveProxyJournal writes what the proxy delayed and what the controller
+// wrote (its last 20,000 entries) next to the components' logs: the raw
+// material of every timeline, for a reader who wants more than the report.
+func saveProxyJournal(proxied cluster.ProxiedCluster, path string) error {
+	entries, err := proxied.ProxyJournal(context.Background(), time.Time{})
+	if err != nil {
+		return err
+	}
+	data, err := json.MarshalIndent(entries, "", " ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, data, 0o644)
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/strandlab/strandlab/internal/churn"
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/detector"
+	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/timeline"
 )
 
@@ -31,13 +32,17 @@ const safetyHold = 200 * time.Millisecond
 type strandWatch struct {
 	mu       sync.Mutex
 	stranded map[string]detector.Finding // by pod (namespace/name), latest
-	safety   map[string]detector.Finding // by finding key, first report
-	// changes feeds strandings' timelines.
+	// safety: one per episode (a finding's key and the start of the
+	// condition), with its timeline as seen when first reported.
+	safety map[string]report.SafetyFinding
+	// changes feeds the timelines; proxied adds the proxy's journal (nil
+	// when the cluster has no proxy).
 	changes *transitions
+	proxied cluster.ProxiedCluster
 }
 
-// startStrandWatch runs until ctx ends.
-func startStrandWatch(ctx context.Context, client kubernetes.Interface, namespace string, threshold time.Duration) (*strandWatch, error) {
+// startStrandWatch runs until ctx ends. proxied may be nil.
+func startStrandWatch(ctx context.Context, client kubernetes.Interface, proxied cluster.ProxiedCluster, namespace string, threshold time.Duration) (*strandWatch, error) {
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	factory := informers.NewSharedInformerFactory(client, 0)
 	pods, pvcs := nsFactory.Core().V1().Pods(), nsFactory.Core().V1().PersistentVolumeClaims()
@@ -60,7 +65,7 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, namespac
 		return nil, fmt.Errorf("detector caches did not sync: %w", ctx.Err())
 	}
 	changes.start()
-	w := &strandWatch{stranded: map[string]detector.Finding{}, safety: map[string]detector.Finding{}, changes: changes}
+	w := &strandWatch{stranded: map[string]detector.Finding{}, safety: map[string]report.SafetyFinding{}, changes: changes, proxied: proxied}
 	// A safety violation counts once it holds in two snapshots in a row
 	// (longer than safetyHold): the harness's watches of nodes, pods and
 	// VolumeAttachments are separate streams, and a snapshot can catch one a
@@ -95,7 +100,7 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, namespac
 				for _, o := range must(drivers.Lister().List(labels.Everything())) {
 					s.CSIDrivers = append(s.CSIDrivers, *o)
 				}
-				w.record(tracker.Observe(s))
+				w.record(ctx, tracker.Observe(s))
 			}
 		}
 	}()
@@ -105,17 +110,35 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, namespac
 // must drops a lister error: listing a synced cache with Everything cannot fail.
 func must[T any](items []T, _ error) []T { return items }
 
-func (w *strandWatch) record(findings []detector.Finding) {
+// safetyLookback is how far before a safety violation its timeline starts:
+// the cause (e.g. the controller's empty PATCH before a detach) comes
+// seconds before the violation shows.
+const safetyLookback = 15 * time.Second
+
+func (w *strandWatch) record(ctx context.Context, findings []detector.Finding) {
+	var fresh []detector.Finding
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	for _, f := range findings {
 		if f.Kind == detector.Stranded {
 			w.stranded[f.Pod] = f
-		} else if _, ok := w.safety[f.Key()]; !ok {
-			w.safety[f.Key()] = f
+		} else if _, ok := w.safety[episode(f)]; !ok {
+			fresh = append(fresh, f)
 		}
 	}
+	w.mu.Unlock()
+	for _, f := range fresh {
+		focus := timeline.Focus{Pod: f.Pod, Node: f.Node, Volume: f.Volume, PV: f.PV, Attachment: f.VolumeAttachment,
+			From: f.Since.Add(-safetyLookback), To: time.Now()}
+		sf := report.SafetyFindingOf(f, w.timeline(ctx, focus))
+		w.mu.Lock()
+		w.safety[episode(f)] = sf
+		w.mu.Unlock()
+	}
 }
+
+// episode identifies one safety violation: the same pod, node and volume
+// may be unsafe again in a later cycle, and that counts again.
+func episode(f detector.Finding) string { return f.Key() + "|" + f.Since.Format(time.RFC3339Nano) }
 
 // StrandedPod returns the latest stranding reported for pod.
 func (w *strandWatch) StrandedPod(pod string) (detector.Finding, bool) {
@@ -125,11 +148,11 @@ func (w *strandWatch) StrandedPod(pod string) (detector.Finding, bool) {
 	return f, ok
 }
 
-// SafetyViolations are the distinct safety violations seen so far.
-func (w *strandWatch) SafetyViolations() []detector.Finding {
+// SafetyViolations are the safety violations seen so far, one per episode.
+func (w *strandWatch) SafetyViolations() []report.SafetyFinding {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]detector.Finding, 0, len(w.safety))
+	out := make([]report.SafetyFinding, 0, len(w.safety))
 	for _, f := range w.safety {
 		out = append(out, f)
 	}
@@ -140,13 +163,17 @@ func (w *strandWatch) SafetyViolations() []detector.Finding {
 // cluster has the proxy, what the controller received late and sent) about
 // the stranding's pod, node, volume and attachment, from a little before the
 // cycle's delete until now.
-func (w *strandWatch) Explain(ctx context.Context, proxied cluster.ProxiedCluster, c churn.Cycle) []timeline.Entry {
+func (w *strandWatch) Explain(ctx context.Context, c churn.Cycle) []timeline.Entry {
 	f := c.Stranding
-	focus := timeline.Focus{Pod: f.Pod, Node: f.Node, Volume: f.Volume, PV: f.PV, Attachment: f.VolumeAttachment,
-		From: c.DeletedAt.Add(-2 * time.Second), To: time.Now()}
+	return w.timeline(ctx, timeline.Focus{Pod: f.Pod, Node: f.Node, Volume: f.Volume, PV: f.PV, Attachment: f.VolumeAttachment,
+		From: c.DeletedAt.Add(-2 * time.Second), To: time.Now()})
+}
+
+// timeline is what the API and the proxy showed about focus.
+func (w *strandWatch) timeline(ctx context.Context, focus timeline.Focus) []timeline.Entry {
 	entries := w.changes.since(focus.From)
-	if proxied != nil {
-		journal, err := proxied.ProxyJournal(ctx, focus.From)
+	if w.proxied != nil {
+		journal, err := w.proxied.ProxyJournal(ctx, focus.From)
 		if err != nil {
 			klog.FromContext(ctx).Error(err, "Reading the proxy's journal failed: the timeline lacks the proxy's side")
 		}
