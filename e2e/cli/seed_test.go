@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strandlab/strandlab/internal/detector"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/scan"
 )
@@ -85,7 +86,7 @@ func TestSeed122413StrandsStockNotFix(t *testing.T) {
 	// still absent with the VolumeAttachment attached past the threshold.
 	// (The detector's "stranded since" is the re-attach: the condition holds
 	// from then on, before the empty patch makes it permanent.)
-	steps := []struct{ what, contains string }{
+	steps := []step{
 		{"volume removed from the node's status", "status.volumesAttached - " + s.Volume},
 		{"detach", "deletion requested (detach)"},
 		{"replacement on the same node", "scheduled to " + s.Node},
@@ -96,19 +97,7 @@ func TestSeed122413StrandsStockNotFix(t *testing.T) {
 	if !strings.Contains(fmt.Sprint(s.Timeline), "stranded: VolumeAttachment "+s.VolumeAttachment) {
 		t.Errorf("timeline lacks the detector's evidence naming %s", s.VolumeAttachment)
 	}
-	next := 0
-	for _, e := range s.Timeline {
-		if next < len(steps) && strings.Contains(e.Event, steps[next].contains) {
-			next++
-		}
-	}
-	if next < len(steps) {
-		var lines []string
-		for _, e := range s.Timeline {
-			lines = append(lines, e.Source+": "+e.Event)
-		}
-		t.Errorf("timeline lacks step %q (%q) in order:\n%s", steps[next].what, steps[next].contains, strings.Join(lines, "\n"))
-	}
+	checkSteps(t, s.Timeline, steps)
 
 	code, found, stderr := runStrandscan(t, m[1], "--threshold", "10s")
 	if code != 1 || found.Counts.Stranded != 1 {
@@ -118,4 +107,61 @@ func TestSeed122413StrandsStockNotFix(t *testing.T) {
 	if f.Node != s.Node || f.Pod != s.Pod || f.Volume != s.Volume || f.Since.IsZero() || f.Evidence == "" {
 		t.Errorf("strandscan finding %+v, want node %s pod %s volume %s with since and evidence", f, s.Node, s.Pod, s.Volume)
 	}
+}
+
+// step is one thing a timeline must show: what, and a substring of its event.
+type step struct{ what, contains string }
+
+// checkSteps fails unless the timeline shows every step, in order.
+func checkSteps(t *testing.T, timeline []report.TimelineEntry, steps []step) {
+	t.Helper()
+	next := 0
+	for _, e := range timeline {
+		if next < len(steps) && strings.Contains(e.Event, steps[next].contains) {
+			next++
+		}
+	}
+	if next < len(steps) {
+		var lines []string
+		for _, e := range timeline {
+			lines = append(lines, fmt.Sprintf("%8.0f %s: %s", e.TMS, e.Source, e.Event))
+		}
+		t.Errorf("timeline lacks step %q (%q) in order:\n%s", steps[next].what, steps[next].contains, strings.Join(lines, "\n"))
+	}
+}
+
+// TestMirrorSafetyStockNotFix: on scenarios/mirror-safety.yaml the stock
+// controller's removal patch comes out empty and the volume is detached
+// while the node still lists it, and a pod is scheduled onto that node: the
+// detector reports safety violation (a) with that timeline. fix, on the
+// same seed and faults, has none.
+func TestMirrorSafetyStockNotFix(t *testing.T) {
+	r := start(t, "--scenario", "scenarios/mirror-safety.yaml", "--builds", "stock,fix", "--cycles", "8", "--check")
+	if code := r.wait(t); code != 0 {
+		t.Fatalf("exit %d (3: outside the scenario's expect band):\n%s", code, r.text())
+	}
+	rep := readReport(t, r.lastStdoutLine())
+	builds := map[string]report.Build{}
+	for _, b := range rep.Builds {
+		builds[b.Name] = b
+	}
+	if fix := builds["fix"]; fix.Cycles != 8 || fix.SafetyViolations != 0 || fix.Stranded != 0 || fix.CyclesNotRunning != 0 {
+		t.Errorf("fix: %d cycles, %d safety violations %+v, %d stranded, %d not running; want 8 clean cycles",
+			fix.Cycles, fix.SafetyViolations, fix.SafetyFindings, fix.Stranded, fix.CyclesNotRunning)
+	}
+	stock := builds["stock"]
+	if stock.SafetyViolations < 1 || len(stock.SafetyFindings) != stock.SafetyViolations {
+		t.Fatalf("stock: %d safety violations, findings %+v; want at least one, each listed", stock.SafetyViolations, stock.SafetyFindings)
+	}
+	f := stock.SafetyFindings[0]
+	if f.Kind != detector.ListedNotAttached || f.Node != "node-1" || f.VolumeAttachment == "" {
+		t.Fatalf("stock finding %+v, want listed_not_attached on node-1 naming its VolumeAttachment", f.Finding)
+	}
+	checkSteps(t, f.Timeline, []step{
+		{"the volume added to the node's status", "PATCH nodes/node-1/status {\"status\":{\"volumesAttached\":[{"},
+		{"the removal patch comes out empty", "PATCH nodes/node-1/status {}"},
+		{"detach while the node still lists the volume", f.VolumeAttachment + " (" + f.PV + " on node-1) deletion requested (detach)"},
+		{"a pod scheduled onto the node", "scheduled to node-1"},
+		{"the detector's verdict", "safety violation (listed_not_attached) begins"},
+	})
 }
