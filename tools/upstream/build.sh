@@ -38,10 +38,8 @@ k8s_ldflags="-s -w -X $vpkg.gitVersion=$k8s_version -X $vpkg.gitMajor=1 -X $vpkg
 
 build() { # name moduledir package ldflags
   local name=$1 moddir=$2 pkg=$3 flags=$4
-  if [ -x "$dir/$name" ]; then
-    echo ">> $name: cached ($dir/$name)" >&2
-    return
-  fi
+  # Quiet when cached: a run ensures these more than once.
+  [ -x "$dir/$name" ] && return
   echo ">> building $name from $pkg (this can take minutes on a cold cache)" >&2
   local start=$SECONDS
   (cd "$here/$moddir" && CGO_ENABLED=0 go build -trimpath -ldflags "$flags" -o "$dir/.$name.tmp" "$pkg")
