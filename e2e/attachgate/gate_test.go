@@ -1,6 +1,7 @@
 // Package attachgate proves the simulated kubelet's attach gate against a
 // cluster whose kube-controller-manager runs without the attach/detach
-// controller: nobody attaches, so the pod must never run.
+// controller: nobody attaches, so the pod must never run, and once the
+// kubelet's 2m3s wait for the volume times out it says so with FailedMount.
 package attachgate
 
 import (
@@ -31,13 +32,14 @@ func TestMain(m *testing.M) {
 	os.Exit(suite.Run(m, "e2e-attachgate", cluster.Spec{
 		Nodes: 1, NodeStatusUpdateFrequency: time.Second,
 		ControllerManagerArgs: []string{"--controllers=*,-persistentvolume-attach-detach-controller"},
+		FailedMountOnTimeout:  true,
 	}, &s))
 }
 
 func TestPodWaitsForAttachForever(t *testing.T) {
 	const ns = "gate"
 	f := features.New("no attach/detach controller").
-		Assess("the pod stays ContainerCreating, its volume in use but never attached", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+		Assess("the pod stays ContainerCreating with its volume in use but never attached, emits FailedMount after the wait times out, and never runs", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			rc := s.Provider.KubernetesRestConfig()
 			rc.QPS, rc.Burst = 100, 200
 			c := kubernetes.NewForConfigOrDie(rc)
@@ -72,12 +74,49 @@ func TestPodWaitsForAttachForever(t *testing.T) {
 			if err != nil {
 				t.Fatalf("pod never ContainerCreating with its volume in use: %v", err)
 			}
-			// Watch the pod for a while, well past the kubelet's reconcile
-			// and status cycles (100 ms, 1 s): it must never run.
-			observe, stop := context.WithTimeout(ctx, 20*time.Second)
-			defer stop()
-			if err := pods.WaitFor(observe, func(p *workload.Pods) bool { return workload.IsRunning(p.Get("db-0")) }); err == nil {
+			// Watch the pod from here until the kubelet's wait for its
+			// volume has timed out (2m3s) and been reported: it must never run.
+			observe, stopObserving := context.WithCancel(ctx)
+			defer stopObserving()
+			ran := make(chan struct{})
+			go func() {
+				if pods.WaitFor(observe, func(p *workload.Pods) bool { return workload.IsRunning(p.Get("db-0")) }) == nil {
+					close(ran)
+				}
+			}()
+			// The cluster's kubelets record the timeout as kubelets up to
+			// v1.27 did (cluster.Spec.FailedMountOnTimeout; v1.37.2 records
+			// none, see internal/kubeletsim TestMountFailureEvents).
+			specName := podVolumeName(pods.Get("db-0"))
+			want := "Unable to attach or mount volumes: unmounted volumes=[" + specName + "], unattached volumes=[" + specName +
+				"], failed to process volumes=[]: timed out waiting for the condition"
+			var failedMount *corev1.Event
+			ectx, cancelEvents := context.WithTimeout(ctx, 4*time.Minute)
+			defer cancelEvents()
+			err = wait.PollUntilContextCancel(ectx, time.Second, true, func(ctx context.Context) (bool, error) {
+				evs, err := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.SelectorFromSet(fields.Set{
+					"reason": "FailedMount", "involvedObject.name": "db-0"}).String()})
+				if err != nil || len(evs.Items) == 0 {
+					return false, nil
+				}
+				failedMount = &evs.Items[0]
+				return true, nil
+			})
+			if err != nil {
+				t.Fatalf("no FailedMount event for db-0 after the kubelet's 2m3s wait: %v", err)
+			}
+			if failedMount.Message != want || failedMount.Type != corev1.EventTypeWarning || failedMount.Source.Component != "kubelet" {
+				t.Errorf("FailedMount event: %s %q from %s\nwant: Warning %q from kubelet", failedMount.Type, failedMount.Message, failedMount.Source.Component, want)
+			}
+			stopObserving()
+			select {
+			case <-ran:
 				t.Fatal("pod reported Running although nothing attached its volume")
+			default:
+			}
+			if pod := pods.Get("db-0"); pod == nil || pod.Status.Phase != corev1.PodPending || len(pod.Status.ContainerStatuses) == 0 ||
+				pod.Status.ContainerStatuses[0].State.Waiting == nil || pod.Status.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
+				t.Errorf("pod is no longer Pending in ContainerCreating: %+v", pod)
 			}
 			node, _ := c.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
 			if len(node.Status.VolumesAttached) != 0 {
@@ -90,14 +129,21 @@ func TestPodWaitsForAttachForever(t *testing.T) {
 			if prefix := string(kubeletsim.UniqueVolumeName(local.DefaultCSIDriverName, "")); !strings.HasPrefix(string(volume), prefix) {
 				t.Errorf("volume in use %q is not a unique name of the form %s<handle>", volume, prefix)
 			}
-			// v1.37.2's kubelet emits no FailedMount for a volume that is
-			// never attached (VerifyControllerAttachedVolume records no event;
-			// SyncPod skips the event on a timeout): neither may we.
-			evs, _ := c.CoreV1().Events(ns).List(ctx, metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("reason", "FailedMount").String()})
-			if len(evs.Items) != 0 {
-				t.Errorf("FailedMount events: %+v", evs.Items[0].Message)
-			}
 			return ctx
 		}).Feature()
 	s.Env.Test(t, f)
+}
+
+// podVolumeName is the name in pod's spec of its first PVC volume, as the
+// kubelet's messages name it.
+func podVolumeName(pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	for _, v := range pod.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			return v.Name
+		}
+	}
+	return ""
 }

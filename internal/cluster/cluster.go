@@ -31,6 +31,9 @@ type Spec struct {
 	// NodeStatusReportFrequency: the kubelets write an unchanged status
 	// after this long (default 5m, the kubelet's).
 	NodeStatusReportFrequency time.Duration
+	// FailedMountOnTimeout: the simulated kubelets record FailedMount when a
+	// pod's volumes are not mounted within 2m3s, as kubelets up to v1.27 did.
+	FailedMountOnTimeout bool
 	// Extender, if set, runs the pinning scheduler extender with this
 	// configuration and makes kube-scheduler call it.
 	Extender *extender.Config

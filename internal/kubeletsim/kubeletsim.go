@@ -51,6 +51,12 @@ type Config struct {
 	NodeStatusUpdateFrequency time.Duration
 	NodeStatusReportFrequency time.Duration
 	NodeLeaseDurationSeconds  int32
+
+	// FailedMountOnTimeout records a FailedMount event when a pod's volumes
+	// are not mounted within the wait's 2m3s, as kubelets up to v1.27 did.
+	// v1.28 and later (v1.37.2 included) record none for a timeout
+	// (kubernetes #127004), so a stranded volume shows no event at all.
+	FailedMountOnTimeout bool
 }
 
 func (c *Config) setDefaults() error {

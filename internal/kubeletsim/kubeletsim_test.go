@@ -3,6 +3,8 @@ package kubeletsim
 import (
 	"context"
 	"errors"
+	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -44,9 +46,12 @@ func (g *gateVolumes) VolumesInUse() []corev1.UniqueVolumeName              { re
 func (g *gateVolumes) MarkVolumesAsReportedInUse([]corev1.UniqueVolumeName) {}
 func (g *gateVolumes) Start(context.Context, record.EventRecorder) error    { return nil }
 
-func startNode(t *testing.T, client *fake.Clientset, vols VolumeManager) context.CancelFunc {
+// startNode runs node-1 with cfg (its name, client and version filled in)
+// until the test ends.
+func startNode(t *testing.T, client *fake.Clientset, cfg Config) *Node {
 	t.Helper()
-	n, err := NewNode(Config{NodeName: "node-1", Client: client, KubeletVersion: "v1.37.2", Volumes: vols})
+	cfg.NodeName, cfg.Client, cfg.KubeletVersion = "node-1", client, "v1.37.2"
+	n, err := NewNode(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +60,7 @@ func startNode(t *testing.T, client *fake.Clientset, vols VolumeManager) context
 	wg.Add(1)
 	go func() { defer wg.Done(); _ = n.Run(ctx) }()
 	t.Cleanup(func() { cancel(); wg.Wait() })
-	return cancel
+	return n
 }
 
 func boundPod(name string) *corev1.Pod {
@@ -85,7 +90,7 @@ func getPod(client *fake.Clientset, name string) *corev1.Pod {
 
 func TestNodeRegistersWithStatusAndLease(t *testing.T) {
 	client := fake.NewClientset()
-	startNode(t, client, nil)
+	startNode(t, client, Config{})
 	eventually(t, "node Ready", func() bool {
 		n, err := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
 		if err != nil {
@@ -143,7 +148,7 @@ func TestPodLifecycle(t *testing.T) {
 				return false, nil, nil
 			})
 			vols := &gateVolumes{release: make(chan struct{})}
-			startNode(t, client, vols)
+			startNode(t, client, Config{Volumes: vols})
 
 			pod := boundPod("web-0")
 			if _, err := client.CoreV1().Pods("ns").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
@@ -225,5 +230,97 @@ func TestNodeStatusPatchLeavesVolumesAttachedAlone(t *testing.T) {
 		if strings.Contains(string(p), "volumesAttached") {
 			t.Errorf("patch touches volumesAttached: %s", p)
 		}
+	}
+}
+
+// failOnceVolumes fails a pod's first volume wait with err (nil: it waits
+// until the pod goes away), then mounts at once.
+type failOnceVolumes struct {
+	NoVolumes
+	err   *VolumeWaitError
+	waits atomic.Int32
+}
+
+func (f *failOnceVolumes) WaitForAttachAndMount(ctx context.Context, _ *corev1.Pod) error {
+	if f.waits.Add(1) > 1 {
+		return nil
+	}
+	if f.err != nil {
+		return f.err
+	}
+	<-ctx.Done()
+	return &VolumeWaitError{Unmounted: []string{"data"}, Unattached: []string{"data"}, Err: ctx.Err()}
+}
+
+// eventMessages lists the messages of the pod events with reason.
+func eventMessages(client *fake.Clientset, reason string) []string {
+	evs, _ := client.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{})
+	var out []string
+	for _, e := range evs.Items {
+		if e.Reason == reason {
+			out = append(out, e.Message)
+		}
+	}
+	return out
+}
+
+// A failed wait for volumes is a FailedMount event as the kubelet's SyncPod
+// records it: always for a volume that could not be resolved, never for the
+// wait's timeout in v1.37.2, and for the timeout with v1.27's text when
+// FailedMountOnTimeout is set. A pod deleted while waiting records nothing.
+func TestMountFailureEvents(t *testing.T) {
+	timeout := &VolumeWaitError{Unmounted: []string{"data"}, Unattached: []string{"data"},
+		Err: fmt.Errorf("wait: %w", context.DeadlineExceeded)}
+	tests := []struct {
+		name                 string
+		err                  *VolumeWaitError // nil: the pod is deleted while waiting
+		failedMountOnTimeout bool
+		want                 []string
+	}{
+		{
+			name: "a volume that cannot be resolved is recorded",
+			err:  &VolumeWaitError{Unmounted: []string{"data"}, Unprocessed: []string{"data"}, Err: errors.New(`error processing PVC ns/data-web-0: PVC is not bound`)},
+			want: []string{"Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: error processing PVC ns/data-web-0: PVC is not bound"},
+		},
+		{name: "v1.37.2 records no timeout", err: timeout},
+		{
+			name: "FailedMountOnTimeout records the timeout as v1.27 did", err: timeout, failedMountOnTimeout: true,
+			want: []string{"Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[data], failed to process volumes=[]: timed out waiting for the condition"},
+		},
+		{name: "a pod deleted while waiting records nothing", failedMountOnTimeout: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			client := fake.NewClientset()
+			vols := &failOnceVolumes{err: tc.err}
+			n := startNode(t, client, Config{Volumes: vols, FailedMountOnTimeout: tc.failedMountOnTimeout})
+			if _, err := client.CoreV1().Pods("ns").Create(context.Background(), boundPod("web-0"), metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if tc.err != nil {
+				// The retry mounts and starts the pod; its Started event
+				// comes through the same recorder after any FailedMount.
+				eventually(t, "Running after the retry", func() bool {
+					p := getPod(client, "web-0")
+					return p != nil && p.Status.Phase == corev1.PodRunning
+				})
+				eventually(t, "the Started event", func() bool { return len(eventMessages(client, "Started")) > 0 })
+			} else {
+				eventually(t, "volume wait started", func() bool { return vols.waits.Load() > 0 })
+				p := getPod(client, "web-0")
+				now, grace := metav1.Now(), int64(30)
+				p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+				if _, err := client.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+					t.Fatal(err)
+				}
+				eventually(t, "deletion confirmed", func() bool { return getPod(client, "web-0") == nil })
+				// Anything the cancelled wait recorded is delivered before this.
+				n.recorder.Eventf(p, corev1.EventTypeNormal, "Marker", "end of test")
+				eventually(t, "the marker event", func() bool { return len(eventMessages(client, "Marker")) > 0 })
+			}
+			if got := eventMessages(client, "FailedMount"); !slices.Equal(got, tc.want) {
+				t.Errorf("FailedMount events:\n got %q\nwant %q", got, tc.want)
+			}
+		})
 	}
 }

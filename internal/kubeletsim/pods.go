@@ -3,6 +3,7 @@ package kubeletsim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -221,6 +222,7 @@ func (pw *podWorkers) start(ctx context.Context, pod *corev1.Pod, ip string) err
 	}
 
 	if err := n.cfg.Volumes.WaitForAttachAndMount(ctx, pod); err != nil {
+		pw.recordMountFailure(ctx, pod, err)
 		return err
 	}
 
@@ -243,6 +245,28 @@ func (pw *podWorkers) start(ctx context.Context, pod *corev1.Pod, ip string) err
 	}
 	klog.FromContext(ctx).V(3).Info("Pod running", "pod", klog.KObj(pod))
 	return nil
+}
+
+// legacyWaitTimeout is what wait.PollImmediate returned on timeout
+// (wait.ErrWaitTimeout), the end of v1.27's FailedMount message.
+const legacyWaitTimeout = "timed out waiting for the condition"
+
+// recordMountFailure mirrors Kubelet.SyncPod (pkg/kubelet/kubelet.go,
+// v1.37.2) when WaitForAttachAndMount fails: FailedMount "Unable to attach
+// or mount volumes: <err>", unless the wait was interrupted (wait.Interrupted:
+// the timeout, or the pod going away). With FailedMountOnTimeout a timeout is
+// recorded too, with v1.27's text: its SyncPod recorded every failure and
+// its WaitForAttachAndMount polled with wait.PollImmediate. A pod deleted
+// meanwhile is not: its wait was cancelled, not timed out.
+func (pw *podWorkers) recordMountFailure(ctx context.Context, pod *corev1.Pod, err error) {
+	const reason, prefix = "FailedMount", "Unable to attach or mount volumes: "
+	var waitErr *VolumeWaitError
+	switch {
+	case !wait.Interrupted(err):
+		pw.node.recorder.Eventf(pod, corev1.EventTypeWarning, reason, prefix+"%v", err)
+	case pw.node.cfg.FailedMountOnTimeout && ctx.Err() == nil && errors.As(err, &waitErr):
+		pw.node.recorder.Eventf(pod, corev1.EventTypeWarning, reason, prefix+"%s", waitErr.message(legacyWaitTimeout))
+	}
 }
 
 // terminate stops the containers (they exit at once on SIGTERM, well within

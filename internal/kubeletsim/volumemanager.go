@@ -187,7 +187,11 @@ func (m *CSIVolumeManager) WaitForAttachAndMount(ctx context.Context, pod *corev
 	unmounted := m.unmountedLocked(pod, expected)
 	unattached, unprocessed := m.unattachedLocked(pod, unmounted)
 	m.mu.Unlock()
-	return fmt.Errorf("unmounted volumes=%v, unattached volumes=%v, failed to process volumes=%v: %w", unmounted, unattached, unprocessed, err)
+	if len(unmounted) == 0 {
+		return nil // mounted meanwhile (upstream returns nil here too)
+	}
+	slices.Sort(unattached)
+	return &VolumeWaitError{Unmounted: unmounted, Unattached: unattached, Unprocessed: unprocessed, Err: err}
 }
 
 // unmountedLocked lists the pod's volumes (spec names) not yet mounted for it.

@@ -2,6 +2,7 @@ package kubeletsim
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/record"
@@ -37,3 +38,32 @@ func (NoVolumes) UnmountPodVolumes(context.Context, *corev1.Pod) error     { ret
 func (NoVolumes) VolumesInUse() []corev1.UniqueVolumeName                  { return nil }
 func (NoVolumes) MarkVolumesAsReportedInUse([]corev1.UniqueVolumeName)     {}
 func (NoVolumes) Start(context.Context, record.EventRecorder) error        { return nil }
+
+// VolumeWaitError is WaitForAttachAndMount's error when a pod's volumes were
+// not all mounted: by the wait's end (Err is then context.DeadlineExceeded or
+// context.Canceled, so wait.Interrupted reports it) or because resolving a
+// volume failed. Its text is upstream's (volumeManager.WaitForAttachAndMount).
+type VolumeWaitError struct {
+	// Unmounted, Unattached and Unprocessed name volumes as the pod spec does.
+	Unmounted, Unattached, Unprocessed []string
+	Err                                error
+}
+
+func (e *VolumeWaitError) Error() string {
+	return e.message(e.Err.Error())
+}
+
+func (e *VolumeWaitError) Unwrap() error { return e.Err }
+
+func (e *VolumeWaitError) message(cause string) string {
+	return fmt.Sprintf("unmounted volumes=%v, unattached volumes=%v, failed to process volumes=%v: %s",
+		orEmpty(e.Unmounted), orEmpty(e.Unattached), orEmpty(e.Unprocessed), cause)
+}
+
+// orEmpty prints a nil list as [] like upstream's non-nil empty lists.
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}

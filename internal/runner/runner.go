@@ -156,6 +156,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	c, err := provider.Start(ctx, cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep,
 		CSIDriverName: sc.Cluster.CSIDriver, NodeStatusUpdateFrequency: sc.Cluster.NodeStatusUpdateFrequency.Duration,
 		NodeStatusReportFrequency: sc.Cluster.NodeStatusReportFrequency.Duration,
+		FailedMountOnTimeout:      sc.Cluster.FailedMountOnTimeout,
 		Extender:                  extenderConfig(sc), Proxy: proxyProfile(sc)})
 	if err != nil {
 		return nil, fmt.Errorf("build %s: start cluster: %w", build, err)

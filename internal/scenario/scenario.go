@@ -72,6 +72,11 @@ type Cluster struct {
 	// nothing changed after this long (default 5m as the kubelet's). A short
 	// one gives the controller a steady stream of node events.
 	NodeStatusReportFrequency Duration `json:"nodeStatusReportFrequency,omitempty"`
+	// FailedMountOnTimeout: the simulated kubelets record FailedMount when a
+	// pod's volumes are not mounted within 2m3s, as kubelets up to v1.27
+	// did; v1.28 and later record nothing for a stranded volume. Local
+	// provider only: real kubelets behave as their version does.
+	FailedMountOnTimeout bool `json:"failedMountOnTimeout,omitempty"`
 }
 
 // Workload is what runs on the cluster.
@@ -238,6 +243,9 @@ func (s *Scenario) Validate() error {
 	}
 	if d := s.Cluster.NodeStatusReportFrequency.Duration; d != 0 && (d < 100*time.Millisecond || d > time.Hour) {
 		return fmt.Errorf("cluster.nodeStatusReportFrequency: %v out of range [100ms, 1h]", d)
+	}
+	if s.Cluster.FailedMountOnTimeout && s.Cluster.Provider != "local" {
+		return fmt.Errorf("cluster.failedMountOnTimeout: only the local provider's simulated kubelets can be told; the %s provider's kubelets record what their version records", s.Cluster.Provider)
 	}
 	if len(s.Workload.StatefulSets) == 0 {
 		return errors.New("workload.statefulSets: at least one StatefulSet is required")

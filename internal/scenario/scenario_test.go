@@ -53,6 +53,7 @@ func TestParseRejectsBadInputNamingTheField(t *testing.T) {
 		{"unknown nested field", strings.Replace(valid, "nodes: 3", "nodes: 3, nodez: 4", 1), "cluster.nodez: unknown field"},
 		{"nodes out of range", strings.Replace(valid, "nodes: 3", "nodes: 0", 1), "cluster.nodes"},
 		{"report frequency out of range", strings.Replace(valid, "nodes: 3", "nodes: 3, nodeStatusReportFrequency: 10ms", 1), "cluster.nodeStatusReportFrequency"},
+		{"failedMountOnTimeout on kind", strings.Replace(valid, "nodes: 3", "nodes: 3, provider: kind, failedMountOnTimeout: true", 1), "cluster.failedMountOnTimeout"},
 		{"bad provider", strings.Replace(valid, "nodes: 3", "nodes: 3, provider: minikube", 1), "cluster.provider"},
 		{"no statefulsets", "cluster: {nodes: 1}\nchurn: {cycles: 1}\n", "workload.statefulSets"},
 		{"bad statefulset name", strings.Replace(valid, "name: web", "name: Web_1", 1), "workload.statefulSets[0].name"},

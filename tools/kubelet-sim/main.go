@@ -39,6 +39,7 @@ func main() {
 	socketDir := fs.String("csi-socket-dir", "", "directory holding each node's CSI node plugin socket, <dir>/<node>.sock; kubelet state goes to <dir>/kubelet/<node>")
 	statusEvery := fs.Duration("node-status-update-frequency", kubeletsim.DefaultNodeStatusUpdateFrequency, "how often each node writes its status (KubeletConfiguration nodeStatusUpdateFrequency)")
 	reportEvery := fs.Duration("node-status-report-frequency", kubeletsim.DefaultNodeStatusReportFrequency, "how often each node writes its status when nothing changed (KubeletConfiguration nodeStatusReportFrequency)")
+	failedMountOnTimeout := fs.Bool("failed-mount-on-timeout", false, "record a FailedMount event when a pod's volumes are not mounted within 2m3s, as kubelets up to v1.27 did (v1.28 and later, v1.37.2 included, record none)")
 	klog.InitFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: kubelet-sim --node NAME=KUBECONFIG [--node ...] [-v N]\n\nSimulated kubelets for strandlab: registers the nodes, heartbeats, and runs\nthe lifecycle of the pods bound to them.\n\nFlags:\n")
@@ -97,7 +98,8 @@ func main() {
 			volumes = kubeletsim.NewCSIVolumeManager(name, *driverName, filepath.Join(*socketDir, "kubelet", name), client, csi.NewNodeClient(conn))
 		}
 		sim, err := kubeletsim.NewNode(kubeletsim.Config{NodeName: name, Client: client, KubeletVersion: *version, PodCIDRIndex: i + 1,
-			Volumes: volumes, NodeStatusUpdateFrequency: *statusEvery, NodeStatusReportFrequency: *reportEvery})
+			Volumes: volumes, NodeStatusUpdateFrequency: *statusEvery, NodeStatusReportFrequency: *reportEvery,
+			FailedMountOnTimeout: *failedMountOnTimeout})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)

@@ -269,6 +269,9 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	if spec.NodeStatusReportFrequency > 0 {
 		simArgs = append(simArgs, "--node-status-report-frequency="+spec.NodeStatusReportFrequency.String())
 	}
+	if spec.FailedMountOnTimeout {
+		simArgs = append(simArgs, "--failed-mount-on-timeout")
+	}
 	for _, n := range c.nodes {
 		simArgs = append(simArgs, "--node="+n+"="+cfg.nodes[n])
 	}
