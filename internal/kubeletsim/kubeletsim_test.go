@@ -15,6 +15,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
@@ -119,13 +120,17 @@ func TestNodeRegistersWithStatusAndLease(t *testing.T) {
 func TestPodLifecycle(t *testing.T) {
 	tests := []struct {
 		name string
-		// failPatches makes the first n pod status patches fail with a 500.
+		// failPatches makes the first n pod status patches fail with
+		// patchErr (default a 500).
 		failPatches int32
+		patchErr    error
 		// deleteWhileMounting deletes the pod before its volumes are released.
 		deleteWhileMounting bool
 	}{
 		{name: "pod starts once volumes are mounted, then graceful deletion"},
 		{name: "status patch errors are retried", failPatches: 2},
+		{name: "status patch conflicts are retried", failPatches: 2,
+			patchErr: apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-0", errors.New("the object has been modified"))},
 		{name: "pod deleted while its volumes are still attaching never runs", deleteWhileMounting: true},
 	}
 	for _, tc := range tests {
@@ -137,6 +142,9 @@ func TestPodLifecycle(t *testing.T) {
 			client.PrependReactor("patch", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 				if failed.Load() < tc.failPatches {
 					failed.Add(1)
+					if tc.patchErr != nil {
+						return true, nil, tc.patchErr
+					}
 					return true, nil, apierrors.NewInternalError(errors.New("injected"))
 				}
 				return false, nil, nil
