@@ -89,6 +89,21 @@ func getPod(client *fake.Clientset, name string) *corev1.Pod {
 	return p
 }
 
+// deleteGracefully deletes the pod as the API server records a graceful
+// deletion (deletionTimestamp set), waits until the kubelet has confirmed it,
+// and returns the pod as it was deleted.
+func deleteGracefully(t *testing.T, client *fake.Clientset, name string) *corev1.Pod {
+	t.Helper()
+	p := getPod(client, name)
+	now, grace := metav1.Now(), int64(30)
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+	if _, err := client.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "deletion confirmed", func() bool { return getPod(client, name) == nil })
+	return p
+}
+
 func TestNodeRegistersWithStatusAndLease(t *testing.T) {
 	client := fake.NewClientset()
 	startNode(t, client, Config{})
@@ -178,15 +193,7 @@ func TestPodLifecycle(t *testing.T) {
 				})
 			}
 
-			// Graceful deletion as the API server records it: deletionTimestamp set.
-			p := getPod(client, "web-0")
-			now := metav1.Now()
-			grace := int64(30)
-			p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
-			if _, err := client.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
-				t.Fatal(err)
-			}
-			eventually(t, "deletion confirmed", func() bool { return getPod(client, "web-0") == nil })
+			deleteGracefully(t, client, "web-0")
 			if vols.unmounted.Load() == 0 {
 				t.Error("volumes were not unmounted before the deletion was confirmed")
 			}
@@ -315,13 +322,7 @@ func TestMountFailureEvents(t *testing.T) {
 				eventually(t, "the Started event", func() bool { return len(eventMessages(client, "Started")) > 0 })
 			} else {
 				eventually(t, "volume wait started", func() bool { return vols.waits.Load() > 0 })
-				p := getPod(client, "web-0")
-				now, grace := metav1.Now(), int64(30)
-				p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
-				if _, err := client.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
-					t.Fatal(err)
-				}
-				eventually(t, "deletion confirmed", func() bool { return getPod(client, "web-0") == nil })
+				p := deleteGracefully(t, client, "web-0")
 				// Anything the cancelled wait recorded is delivered before this.
 				n.recorder.Eventf(p, corev1.EventTypeNormal, "Marker", "end of test")
 				eventually(t, "the marker event", func() bool { return len(eventMessages(client, "Marker")) > 0 })
