@@ -20,8 +20,9 @@ import (
 
 	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/extender"
 	"github.com/strandlab/strandlab/internal/workload"
+
+	"github.com/strandlab/strandlab/internal/pinning"
 )
 
 const ns = "pin"
@@ -30,7 +31,7 @@ var s suite.Suite
 
 func TestMain(m *testing.M) {
 	os.Exit(suite.Run(m, "e2e-pinning", cluster.Spec{Nodes: 3, NodeStatusUpdateFrequency: time.Second,
-		Extender: &extender.Config{Sticky: true, Static: []extender.StaticPin{
+		Pinning: &pinning.Config{Sticky: true, Static: []pinning.StaticPin{
 			{Namespace: ns, StatefulSet: "web", Ordinal: 0, Node: "node-3"},
 			{Namespace: ns, StatefulSet: "web", Ordinal: 1, Node: "node-9"}, // no such node
 		}}}, &s))
@@ -99,11 +100,11 @@ func TestPinning(t *testing.T) {
 				old := pods.Get("web-2")
 				if i == 0 {
 					err := wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-						cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, extender.DefaultConfigMapName, metav1.GetOptions{})
+						cm, err := c.CoreV1().ConfigMaps(ns).Get(ctx, pinning.DefaultConfigMapName, metav1.GetOptions{})
 						return err == nil && cm.Data["web.2"] == old.Spec.NodeName, nil
 					})
 					if err != nil {
-						t.Errorf("pin of web-2 to %s not recorded in ConfigMap %s", old.Spec.NodeName, extender.DefaultConfigMapName)
+						t.Errorf("pin of web-2 to %s not recorded in ConfigMap %s", old.Spec.NodeName, pinning.DefaultConfigMapName)
 					}
 				}
 				if err := c.CoreV1().Pods(ns).Delete(ctx, "web-2", metav1.DeleteOptions{}); err != nil {

@@ -25,8 +25,9 @@ import (
 	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/local"
-	"github.com/strandlab/strandlab/internal/proxy"
 	"github.com/strandlab/strandlab/internal/workload"
+
+	"github.com/strandlab/strandlab/internal/fault"
 )
 
 const hold = 3 * time.Second
@@ -35,7 +36,7 @@ var s suite.Suite
 
 func TestMain(m *testing.M) {
 	os.Exit(suite.Run(m, "e2e-proxy", cluster.Spec{Nodes: 1, NodeStatusUpdateFrequency: time.Second,
-		Proxy: &proxy.Profile{Rules: []proxy.Rule{{Resource: "nodes", Delay: proxy.Delay{Fixed: hold}}}}}, &s))
+		Proxy: &fault.Profile{Rules: []fault.Rule{{Resource: "nodes", Delay: fault.Delay{Fixed: fault.D(hold)}}}}}, &s))
 }
 
 // viaProxy is a client with the controller manager's own kubeconfig, the

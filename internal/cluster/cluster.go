@@ -10,8 +10,9 @@ import (
 
 	"k8s.io/client-go/rest"
 
-	"github.com/strandlab/strandlab/internal/extender"
-	"github.com/strandlab/strandlab/internal/proxy"
+	"github.com/strandlab/strandlab/internal/fault"
+
+	"github.com/strandlab/strandlab/internal/pinning"
 )
 
 // Spec is what the harness asks of a cluster.
@@ -36,10 +37,10 @@ type Spec struct {
 	FailedMountOnTimeout bool
 	// Extender, if set, runs the pinning scheduler extender with this
 	// configuration and makes kube-scheduler call it.
-	Extender *extender.Config
+	Pinning *pinning.Config
 	// Proxy, if set, puts the throttling proxy with this fault profile
 	// between kube-controller-manager and kube-apiserver.
-	Proxy *proxy.Profile
+	Proxy *fault.Profile
 	// ControllerManagerArgs are extra kube-controller-manager flags (a later
 	// flag of the same name wins over the provider's default).
 	ControllerManagerArgs []string
@@ -91,10 +92,10 @@ type Cluster interface {
 type ProxiedCluster interface {
 	Cluster
 	// ProxyCounters are the proxy's totals since the cluster started.
-	ProxyCounters(ctx context.Context) (proxy.Counters, error)
+	ProxyCounters(ctx context.Context) (fault.Counters, error)
 	// ProxyJournal is what the proxy delayed or saw the controller write
 	// since t (a bounded recent past).
-	ProxyJournal(ctx context.Context, since time.Time) ([]proxy.JournalEntry, error)
+	ProxyJournal(ctx context.Context, since time.Time) ([]fault.JournalEntry, error)
 }
 
 // Provider starts clusters of one kind.

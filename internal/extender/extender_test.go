@@ -15,6 +15,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/strandlab/strandlab/internal/pinning"
 )
 
 func stsPod(set string, ordinal string) *corev1.Pod {
@@ -83,42 +85,6 @@ func TestFilter(t *testing.T) {
 	}
 }
 
-func TestLatency(t *testing.T) {
-	tests := []struct {
-		name     string
-		l        Latency
-		min, max time.Duration
-		invalid  bool
-	}{
-		{name: "none", l: Latency{}, min: 0, max: 0},
-		{name: "fixed", l: Latency{Fixed: time.Second}, min: time.Second, max: time.Second},
-		{name: "uniform", l: Latency{UniformMin: 100 * time.Millisecond, UniformMax: 200 * time.Millisecond, Seed: 3}, min: 100 * time.Millisecond, max: 200 * time.Millisecond},
-		{name: "exponential", l: Latency{Exponential: time.Second, Seed: 3}, min: 0, max: time.Hour},
-		{name: "two kinds", l: Latency{Fixed: 1, Exponential: 1}, invalid: true},
-		{name: "max below min", l: Latency{UniformMin: 2, UniformMax: 1}, invalid: true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if err := tc.l.Validate(); (err != nil) != tc.invalid {
-				t.Fatalf("Validate = %v", err)
-			}
-			if tc.invalid {
-				return
-			}
-			a, b := newSampler(tc.l), newSampler(tc.l)
-			for i := 0; i < 100; i++ {
-				x, y := a.next(), b.next()
-				if x != y {
-					t.Fatalf("same seed, different draws: %v vs %v", x, y)
-				}
-				if x < tc.min || x > tc.max {
-					t.Fatalf("draw %v outside [%v, %v]", x, tc.min, tc.max)
-				}
-			}
-		})
-	}
-}
-
 func filterOver(t *testing.T, h http.Handler, pod *corev1.Pod, nodes []string) extenderv1.ExtenderFilterResult {
 	t.Helper()
 	body, _ := json.Marshal(extenderv1.ExtenderArgs{Pod: pod, NodeNames: &nodes})
@@ -135,7 +101,7 @@ func filterOver(t *testing.T, h http.Handler, pod *corev1.Pod, nodes []string) e
 // afterwards, also by a new extender instance (a restart).
 func TestStickyPinning(t *testing.T) {
 	client := fake.NewClientset()
-	e, err := New(Config{Sticky: true}, client)
+	e, err := New(pinning.Config{Sticky: true}, client)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +119,7 @@ func TestStickyPinning(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := wait.PollUntilContextTimeout(ctx, 10*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		cm, err := client.CoreV1().ConfigMaps("ns").Get(ctx, DefaultConfigMapName, metav1.GetOptions{})
+		cm, err := client.CoreV1().ConfigMaps("ns").Get(ctx, pinning.DefaultConfigMapName, metav1.GetOptions{})
 		return err == nil && cm.Data["web.0"] == "node-3", nil
 	}); err != nil {
 		t.Fatal("first placement not recorded in the ConfigMap")
@@ -163,7 +129,7 @@ func TestStickyPinning(t *testing.T) {
 		t.Fatalf("replacement not pinned: %+v", res)
 	}
 
-	restarted, err := New(Config{Sticky: true}, client)
+	restarted, err := New(pinning.Config{Sticky: true}, client)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +143,7 @@ func TestStickyPinning(t *testing.T) {
 }
 
 func TestBadRequestIsAnError(t *testing.T) {
-	e, err := New(Config{}, nil)
+	e, err := New(pinning.Config{}, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -17,62 +17,37 @@ import (
 	"k8s.io/client-go/util/retry"
 	"k8s.io/klog/v2"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
+
+	"github.com/strandlab/strandlab/internal/fault"
+	"github.com/strandlab/strandlab/internal/pinning"
 )
 
-// Config configures the extender.
-type Config struct {
-	// Static pins: ordinal -> node, enforced from the start.
-	Static []StaticPin `json:"static,omitempty"`
-	// Sticky records each ordinal's first placement (in the ConfigMap
-	// ConfigMapName of the pod's namespace) and enforces it afterwards.
-	Sticky        bool    `json:"sticky,omitempty"`
-	ConfigMapName string  `json:"configMapName,omitempty"`
-	Latency       Latency `json:"latency,omitempty"`
-}
-
-// StaticPin is one explicit ordinal -> node pin.
-type StaticPin struct {
-	Namespace   string `json:"namespace"`
-	StatefulSet string `json:"statefulSet"`
-	Ordinal     int    `json:"ordinal"`
-	Node        string `json:"node"`
-}
-
-// DefaultConfigMapName holds sticky pins.
-const DefaultConfigMapName = "strandlab-pinning"
-
-// Validate reports the first bad field.
-func (c *Config) Validate() error {
-	for i, p := range c.Static {
-		if p.Namespace == "" || p.StatefulSet == "" || p.Node == "" || p.Ordinal < 0 {
-			return fmt.Errorf("static[%d]: namespace, statefulSet, node and a non-negative ordinal are required", i)
-		}
-	}
-	return c.Latency.Validate()
-}
+// samplerStream keeps the extender's draws apart from the proxy's under the
+// same scenario seed.
+const samplerStream = 0x6578746e
 
 // Extender serves the filter verb.
 type Extender struct {
-	cfg     Config
+	cfg     pinning.Config
 	client  kubernetes.Interface
-	latency *sampler
+	latency *fault.Sampler
 
 	mu   sync.Mutex
 	pins map[Key]string
 }
 
 // New returns an extender; client may be nil when Sticky is off.
-func New(cfg Config, client kubernetes.Interface) (*Extender, error) {
+func New(cfg pinning.Config, client kubernetes.Interface) (*Extender, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	if cfg.ConfigMapName == "" {
-		cfg.ConfigMapName = DefaultConfigMapName
+		cfg.ConfigMapName = pinning.DefaultConfigMapName
 	}
 	if cfg.Sticky && client == nil {
 		return nil, fmt.Errorf("sticky pinning needs an API client")
 	}
-	e := &Extender{cfg: cfg, client: client, latency: newSampler(cfg.Latency), pins: map[Key]string{}}
+	e := &Extender{cfg: cfg, client: client, latency: fault.NewSampler(cfg.Seed, samplerStream), pins: map[Key]string{}}
 	for _, p := range cfg.Static {
 		e.pins[Key{p.Namespace, p.StatefulSet, p.Ordinal}] = p.Node
 	}
@@ -192,7 +167,7 @@ func (e *Extender) filter(w http.ResponseWriter, r *http.Request) {
 		writeJSON(w, result)
 		return
 	}
-	if d := e.latency.next(); d > 0 {
+	if d := e.latency.Draw(e.cfg.Latency); d > 0 {
 		t := time.NewTimer(d) // the modelled slowness itself
 		select {
 		case <-t.C:

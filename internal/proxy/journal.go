@@ -9,33 +9,15 @@ import (
 	"strings"
 	"sync"
 	"time"
-)
 
-// JournalEntry is one thing the proxy saw that a stranding's timeline needs:
-// a watch event it held back, or a write the controller sent for a node's
-// status or a VolumeAttachment (with the body, so an empty patch `{}` shows).
-type JournalEntry struct {
-	Time time.Time `json:"time"`
-	// Kind: "event_delayed" or "request".
-	Kind     string `json:"kind"`
-	Resource string `json:"resource"`
-	// Name is the object's name when known (node or VolumeAttachment).
-	Name string `json:"name,omitempty"`
-	// Verb: the watch event type (event_delayed) or the request verb.
-	Verb string `json:"verb"`
-	// Release is when a delayed event reached the controller.
-	Release time.Time `json:"release,omitzero"`
-	// Body: the request body (truncated), or the delayed node event's
-	// status.volumesAttached as a JSON list.
-	Body string `json:"body,omitempty"`
-	Code int    `json:"code,omitempty"`
-}
+	"github.com/strandlab/strandlab/internal/fault"
+)
 
 // journal is a bounded ring of entries; the oldest are dropped first, so a
 // long soak keeps only the recent past (timelines look back seconds).
 type journal struct {
 	mu      sync.Mutex
-	entries []JournalEntry
+	entries []fault.JournalEntry
 	next    int
 	full    bool
 }
@@ -45,11 +27,11 @@ const (
 	maxJournalBody = 2048
 )
 
-func (j *journal) add(e JournalEntry) {
+func (j *journal) add(e fault.JournalEntry) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.entries == nil {
-		j.entries = make([]JournalEntry, journalSize)
+		j.entries = make([]fault.JournalEntry, journalSize)
 	}
 	j.entries[j.next] = e
 	j.next = (j.next + 1) % journalSize
@@ -57,16 +39,16 @@ func (j *journal) add(e JournalEntry) {
 }
 
 // since returns the entries at or after t, oldest first.
-func (j *journal) since(t time.Time) []JournalEntry {
+func (j *journal) since(t time.Time) []fault.JournalEntry {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	var ordered []JournalEntry
+	var ordered []fault.JournalEntry
 	if j.full {
 		ordered = append(append(ordered, j.entries[j.next:]...), j.entries[:j.next]...)
 	} else {
 		ordered = j.entries[:j.next]
 	}
-	out := []JournalEntry{}
+	out := []fault.JournalEntry{}
 	for _, e := range ordered {
 		if !e.Time.Before(t) {
 			out = append(out, e)

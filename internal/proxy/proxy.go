@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/time/rate"
 	"k8s.io/klog/v2"
+
+	"github.com/strandlab/strandlab/internal/fault"
 )
 
 // Config wires a proxy to its upstream.
@@ -29,14 +31,18 @@ type Config struct {
 	// token (the controllers' service accounts) are forwarded with the token
 	// alone, so the API server sees exactly who the controller is.
 	Identity tls.Certificate
-	Profile  Profile
+	Profile  fault.Profile
 }
+
+// samplerStream keeps the proxy's draws apart from the extender's under the
+// same scenario seed.
+const samplerStream = 0x70726f78
 
 // Proxy is the throttling proxy.
 type Proxy struct {
-	profile    Profile
+	profile    fault.Profile
 	queueLimit int
-	sampler    *sampler
+	sampler    *fault.Sampler
 	limiter    *rate.Limiter
 	metrics    *metrics
 	journal    journal
@@ -57,7 +63,7 @@ func New(cfg Config) (*Proxy, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := &Proxy{profile: cfg.Profile, queueLimit: cfg.Profile.QueueLimit, sampler: newSampler(cfg.Profile.Seed),
+	p := &Proxy{profile: cfg.Profile, queueLimit: cfg.Profile.QueueLimit, sampler: fault.NewSampler(cfg.Profile.Seed, samplerStream),
 		metrics: newMetrics(), identityCN: leaf.Subject.CommonName}
 	if p.queueLimit == 0 {
 		p.queueLimit = 10000
@@ -115,7 +121,7 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if d := p.sampler.draw(p.profile.RequestLatency); d > 0 {
+	if d := p.sampler.Draw(p.profile.RequestLatency); d > 0 {
 		t := time.NewTimer(d)
 		select {
 		case <-t.C:
@@ -124,9 +130,9 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	var entry *JournalEntry
+	var entry *fault.JournalEntry
 	if journaled(info) {
-		entry = &JournalEntry{Time: time.Now(), Kind: "request", Resource: info.key()[len(info.verb)+1:], Name: info.name, Verb: info.verb, Body: readBody(r)}
+		entry = &fault.JournalEntry{Time: time.Now(), Kind: fault.JournalRequest, Resource: info.key()[len(info.verb)+1:], Name: info.name, Verb: info.verb, Body: readBody(r)}
 	}
 	rw := &statusRecorder{ResponseWriter: w, code: http.StatusOK}
 	ctx := context.WithValue(r.Context(), infoKey{}, info)
@@ -255,14 +261,6 @@ func requestInfoOf(r *http.Request) requestInfo {
 	return info
 }
 
-// Counters are the proxy's totals since start, for the runner's report.
-type Counters struct {
-	Requests      map[string]int64 `json:"requests"` // "VERB resource[/subresource]" -> n
-	EventsDelayed int64            `json:"events_delayed"`
-	MaxQueueDepth int64            `json:"max_queue_depth"`
-	Undecodable   int64            `json:"undecodable_events"`
-}
-
 // CountersHandler serves the counters as JSON (GET /strandlab/counters).
 func (p *Proxy) CountersHandler() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -315,10 +313,10 @@ func (m *metrics) undecodable() {
 	m.mu.Unlock()
 }
 
-func (m *metrics) counters() Counters {
+func (m *metrics) counters() fault.Counters {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := Counters{Requests: map[string]int64{}, EventsDelayed: m.delayedN, MaxQueueDepth: m.maxDepth, Undecodable: m.badN}
+	c := fault.Counters{Requests: map[string]int64{}, EventsDelayed: m.delayedN, MaxQueueDepth: m.maxDepth, Undecodable: m.badN}
 	keys := make([]string, 0, len(m.requests))
 	for k := range m.requests {
 		keys = append(keys, k)

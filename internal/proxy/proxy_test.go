@@ -24,6 +24,8 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 
 	"github.com/strandlab/strandlab/internal/pki"
+
+	"github.com/strandlab/strandlab/internal/fault"
 )
 
 // certs are a CA and the identities of one proxy test.
@@ -97,7 +99,7 @@ func newUpstream(t testing.TB, c certs, contentType string) *upstream {
 	return u
 }
 
-func startProxy(t testing.TB, c certs, up *upstream, profile Profile) (*Proxy, *httptest.Server) {
+func startProxy(t testing.TB, c certs, up *upstream, profile fault.Profile) (*Proxy, *httptest.Server) {
 	target, _ := url.Parse(up.srv.URL)
 	p, err := New(Config{Upstream: target, UpstreamCAs: c.pool, Identity: c.kcm, Profile: profile})
 	if err != nil {
@@ -128,7 +130,7 @@ func clientProto(c certs, id *tls.Certificate, http2 bool) *http.Client {
 func TestIdentityIsPreserved(t *testing.T) {
 	c := newCerts(t)
 	up := newUpstream(t, c, "application/json")
-	_, srv := startProxy(t, c, up, Profile{})
+	_, srv := startProxy(t, c, up, fault.Profile{})
 	tests := []struct {
 		name     string
 		id       *tls.Certificate
@@ -207,7 +209,7 @@ func protoFrameOf(t testing.TB, typ string, obj runtime.Object) []byte {
 // byte for byte.
 func TestWatchEventsAreDelayedInOrder(t *testing.T) {
 	const hold = 400 * time.Millisecond
-	profile := Profile{Rules: []Rule{{Resource: "nodes", EventTypes: []string{"MODIFIED"}, Predicate: PredicateVolumesAttachedRemoved, Delay: Delay{Fixed: hold}}}}
+	profile := fault.Profile{Rules: []fault.Rule{{Resource: "nodes", EventTypes: []string{"MODIFIED"}, Predicate: fault.PredicateVolumesAttachedRemoved, Delay: fault.Delay{Fixed: fault.D(hold)}}}}
 	encodings := []struct {
 		name  string
 		ct    string
@@ -235,26 +237,35 @@ func TestWatchEventsAreDelayedInOrder(t *testing.T) {
 					enc.frame(t, "ADDED", nodeWith("v1")),
 					enc.frame(t, "MODIFIED", nodeWith()),     // v1 removed: held
 					enc.frame(t, "MODIFIED", nodeWith("v2")), // no removal: must not overtake
+					enc.frame(t, "MODIFIED", nodeWith("v2")), // nor this one
 				}
 				frames := enc.split(bufio.NewReader(resp.Body))
-				var at []time.Duration
+				// A burst: every frame is upstream before the held one is
+				// due, so the later ones could overtake it if the proxy let
+				// them.
 				start := time.Now()
-				for i, f := range sent {
+				for _, f := range sent {
 					up.frames <- f
+				}
+				var at []time.Duration
+				for i, f := range sent {
 					got, err := frames.Next()
 					if err != nil {
 						t.Fatalf("frame %d: %v", i, err)
 					}
 					at = append(at, time.Since(start))
 					if !bytes.Equal(got, f) {
-						t.Fatalf("frame %d changed in transit", i)
+						t.Fatalf("frame %d: got another frame or a changed one (order or bytes broken)", i)
 					}
 				}
 				if at[0] > hold/2 {
 					t.Errorf("unmatched first event took %v", at[0])
 				}
-				if at[1]-at[0] < hold {
-					t.Errorf("removal event arrived %v after the first, want at least %v", at[1]-at[0], hold)
+				if at[1] < hold {
+					t.Errorf("removal event arrived after %v, want at least %v", at[1], hold)
+				}
+				if at[2] < hold || at[3] < hold {
+					t.Errorf("events after the held one arrived after %v and %v, before its release at %v", at[2], at[3], hold)
 				}
 				cnt := p.metrics.counters()
 				if cnt.EventsDelayed != 1 || cnt.Undecodable != 0 {
@@ -262,7 +273,7 @@ func TestWatchEventsAreDelayedInOrder(t *testing.T) {
 				}
 				// The journal names the held event, its node and its list.
 				j := p.journal.since(time.Time{})
-				if len(j) != 1 || j[0].Kind != "event_delayed" || j[0].Verb != "MODIFIED" || j[0].Name != "node-1" ||
+				if len(j) != 1 || j[0].Kind != fault.JournalEventDelayed || j[0].Verb != "MODIFIED" || j[0].Name != "node-1" ||
 					j[0].Body != "[]" || j[0].Release.Sub(j[0].Time) < hold {
 					t.Errorf("journal %+v, want the one held MODIFIED event of node-1 with volumesAttached []", j)
 				}
@@ -277,7 +288,7 @@ func TestWatchEventsAreDelayedInOrder(t *testing.T) {
 func TestJournalRecordsControllerWrites(t *testing.T) {
 	c := newCerts(t)
 	up := newUpstream(t, c, "application/json")
-	p, srv := startProxy(t, c, up, Profile{})
+	p, srv := startProxy(t, c, up, fault.Profile{})
 	client := clientWith(c, &c.kcm)
 	requests := []struct{ method, path, body string }{
 		{http.MethodPatch, "/api/v1/nodes/node-1/status", "{}"},
@@ -295,7 +306,7 @@ func TestJournalRecordsControllerWrites(t *testing.T) {
 		resp.Body.Close()
 	}
 	j := p.journal.since(time.Time{})
-	want := []JournalEntry{
+	want := []fault.JournalEntry{
 		{Kind: "request", Resource: "nodes/status", Name: "node-1", Verb: "PATCH", Body: "{}", Code: 200},
 		{Kind: "request", Resource: "volumeattachments", Name: "csi-abc", Verb: "DELETE", Code: 200},
 	}
@@ -332,5 +343,54 @@ func TestRequestInfo(t *testing.T) {
 		if got := requestInfoOf(r).key(); got != tc.want {
 			t.Errorf("%s %s = %q, want %q", tc.method, tc.path, got, tc.want)
 		}
+	}
+}
+
+// TestDelayedQueueIsBounded: with every event held far longer than the test
+// runs, the proxy holds at most QueueLimit events per watch and then stops
+// reading from the API server (backpressure), so its memory is bounded by
+// QueueLimit x frame size however fast the upstream writes. The benchmark
+// BenchmarkDelayedWatchMemory measures the heap that bound allows.
+func TestDelayedQueueIsBounded(t *testing.T) {
+	const limit = 20
+	c := newCerts(t)
+	up := newUpstream(t, c, "application/json")
+	p, srv := startProxy(t, c, up, fault.Profile{QueueLimit: limit, Rules: []fault.Rule{{Resource: "nodes", Delay: fault.Delay{Fixed: fault.D(fault.MaxDelay)}}}})
+	resp, err := clientWith(c, &c.kcm).Get(srv.URL + "/api/v1/nodes?watch=true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	// 100 frames of 512 KiB: far more than the limit and than the socket
+	// buffers between upstream and proxy can absorb. The upstream channel
+	// holds them all, so taken (frames the upstream handler took to write)
+	// counts what the proxy let through.
+	big := strings.Repeat("x", 512<<10)
+	frame := jsonFrame(t, "MODIFIED", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Annotations: map[string]string{"pad": big}}})
+	const total = 100
+	for i := 0; i < total; i++ {
+		up.frames <- frame
+	}
+	taken := func() int { return total - len(up.frames) }
+	// Poll until the queue is full and the upstream has stopped making
+	// progress (unchanged for half a second), or everything went through.
+	deadline := time.Now().Add(20 * time.Second)
+	last, since := -1, time.Now()
+	for time.Now().Before(deadline) && taken() < total {
+		if n := taken(); n != last {
+			last, since = n, time.Now()
+		} else if p.metrics.counters().MaxQueueDepth >= limit && time.Since(since) > 500*time.Millisecond {
+			break
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	cnt := p.metrics.counters()
+	if cnt.MaxQueueDepth != limit {
+		t.Errorf("deepest queue %d, want exactly the limit %d", cnt.MaxQueueDepth, limit)
+	}
+	if n := taken(); n >= total {
+		t.Errorf("the upstream wrote all %d frames of %d KiB: the proxy kept reading with its queue full (no backpressure)", n, len(frame)>>10)
+	} else {
+		t.Logf("upstream stopped after %d of %d frames (queue limit %d; the rest sat in socket buffers)", n, total, limit)
 	}
 }

@@ -5,6 +5,8 @@ import (
 	"slices"
 	"sync"
 	"time"
+
+	"github.com/strandlab/strandlab/internal/fault"
 )
 
 // delayedFrame is one watch event waiting for its release time.
@@ -79,8 +81,8 @@ func (d *delayedBody) fill(st *stream, frames FrameReader) {
 // delayFor classifies a frame and draws its delay from the first matching
 // rule; 0 when none matches or the frame cannot be decoded. A delayed
 // event comes with its journal entry (times filled in by the caller).
-func (st *stream) delayFor(frame []byte) (time.Duration, *JournalEntry) {
-	var rules []Rule
+func (st *stream) delayFor(frame []byte) (time.Duration, *fault.JournalEntry) {
+	var rules []fault.Rule
 	needNode := false
 	for _, r := range st.p.profile.Rules {
 		if r.Resource == st.resource {
@@ -119,21 +121,21 @@ func (st *stream) delayFor(frame []byte) (time.Duration, *JournalEntry) {
 			continue
 		}
 		switch r.Predicate {
-		case PredicateVolumesAttachedRemoved:
+		case fault.PredicateVolumesAttachedRemoved:
 			if !removed {
 				continue
 			}
-		case PredicateVolumesAttachedAdded:
+		case fault.PredicateVolumesAttachedAdded:
 			if !added {
 				continue
 			}
 		}
-		d := st.p.sampler.draw(r.Delay)
+		d := st.p.sampler.Draw(r.Delay)
 		if d <= 0 {
 			return 0, nil
 		}
 		st.p.metrics.delayed(st.resource, ev.Type, d)
-		e := &JournalEntry{Kind: "event_delayed", Resource: st.resource, Name: ev.Node, Verb: ev.Type}
+		e := &fault.JournalEntry{Kind: fault.JournalEventDelayed, Resource: st.resource, Name: ev.Node, Verb: ev.Type}
 		if ev.Node != "" {
 			e.Body = attachedJSON(ev.VolumesAttached)
 		}

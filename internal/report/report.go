@@ -1,6 +1,6 @@
 // Package report is the contract output of a run: report.json and report.md
 // under _output/reports/<run-id>/, copied to _output/reports/latest/. The
-// JSON shape is a contract (DESIGN.md, "Contracts"); other tools read it.
+// JSON shape is a contract (docs/design.md, "Contracts"); other tools read it.
 package report
 
 import (
@@ -16,9 +16,10 @@ import (
 
 	"github.com/strandlab/strandlab/internal/churn"
 	"github.com/strandlab/strandlab/internal/detector"
-	"github.com/strandlab/strandlab/internal/proxy"
 	"github.com/strandlab/strandlab/internal/stats"
 	"github.com/strandlab/strandlab/internal/timeline"
+
+	"github.com/strandlab/strandlab/internal/fault"
 )
 
 // Report is report.json.
@@ -207,7 +208,7 @@ func strandingOf(c churn.Cycle) Stranding {
 // (requests during the churn / cycles) and the proxy's figures (over the
 // build's whole cluster lifetime, startup included) from the proxy's
 // counters before and after the churn.
-func AddProxyCounters(b *Build, before, after proxy.Counters) {
+func AddProxyCounters(b *Build, before, after fault.Counters) {
 	if b.Cycles > 0 {
 		for k, n := range after.Requests {
 			if d := n - before.Requests[k]; d > 0 {

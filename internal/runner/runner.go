@@ -22,9 +22,9 @@ import (
 	"github.com/strandlab/strandlab/internal/churn"
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/local"
-	"github.com/strandlab/strandlab/internal/extender"
+	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/kcmbuild"
-	"github.com/strandlab/strandlab/internal/proxy"
+	"github.com/strandlab/strandlab/internal/pinning"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/scenario"
 	"github.com/strandlab/strandlab/internal/timeline"
@@ -157,7 +157,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		CSIDriverName: sc.Cluster.CSIDriver, NodeStatusUpdateFrequency: sc.Cluster.NodeStatusUpdateFrequency.Duration,
 		NodeStatusReportFrequency: sc.Cluster.NodeStatusReportFrequency.Duration,
 		FailedMountOnTimeout:      sc.Cluster.FailedMountOnTimeout,
-		Extender:                  extenderConfig(sc), Proxy: proxyProfile(sc)})
+		Pinning:                   pinningConfig(sc), Proxy: proxyProfile(sc)})
 	if err != nil {
 		return nil, fmt.Errorf("build %s: start cluster: %w", build, err)
 	}
@@ -226,7 +226,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	fmt.Fprintf(opts.Progress, ">> churning: %d cycles, seed %d\n", sc.Churn.Cycles, sc.Seed)
 	// The proxy's counters are read around the churn, so that startup
 	// (informers listing everything) does not count per cycle.
-	var before proxy.Counters
+	var before fault.Counters
 	if proxied != nil {
 		if before, err = proxied.ProxyCounters(ctx); err != nil {
 			return nil, fmt.Errorf("build %s: %w", build, err)
@@ -309,27 +309,22 @@ func printKept(w io.Writer, c cluster.Cluster) {
 	fmt.Fprintf(w, "   e.g. kubectl --kubeconfig %s get nodes,pods -A\n", c.Kubeconfig())
 }
 
-// extenderConfig turns the scenario's scheduling section into the pinning
+// pinningConfig turns the scenario's scheduling section into the pinning
 // extender's configuration; nil when pinning is off.
-func extenderConfig(sc *scenario.Scenario) *extender.Config {
+func pinningConfig(sc *scenario.Scenario) *pinning.Config {
 	sch := sc.Scheduling
 	if sch.Pinning == "" || sch.Pinning == "none" {
 		return nil
 	}
-	l := sch.ExtenderLatency
-	cfg := &extender.Config{
-		// Unlisted ordinals of a static scenario are sticky: every pod stays put.
-		Sticky: true,
-		Latency: extender.Latency{Fixed: l.Fixed.Duration, UniformMin: l.UniformMin.Duration, UniformMax: l.UniformMax.Duration,
-			Exponential: l.ExponentialMean.Duration, Seed: uint64(sc.Seed)},
-	}
+	// Unlisted ordinals of a static scenario are sticky: every pod stays put.
+	cfg := &pinning.Config{Sticky: true, Latency: sch.ExtenderLatency, Seed: uint64(sc.Seed)}
 	for _, p := range sch.Static {
-		cfg.Static = append(cfg.Static, extender.StaticPin{Namespace: Namespace, StatefulSet: p.StatefulSet, Ordinal: p.Ordinal, Node: p.Node})
+		cfg.Static = append(cfg.Static, pinning.StaticPin{Namespace: Namespace, StatefulSet: p.StatefulSet, Ordinal: p.Ordinal, Node: p.Node})
 	}
 	return cfg
 }
 
-func proxyProfile(sc *scenario.Scenario) *proxy.Profile {
+func proxyProfile(sc *scenario.Scenario) *fault.Profile {
 	if sc.Proxy == nil {
 		return nil
 	}

@@ -16,7 +16,7 @@ import (
 
 	"sigs.k8s.io/yaml"
 
-	"github.com/strandlab/strandlab/internal/proxy"
+	"github.com/strandlab/strandlab/internal/fault"
 )
 
 // Scenario is one experiment.
@@ -104,7 +104,7 @@ type Scheduling struct {
 	Static  []StaticPin `json:"static,omitempty"`
 	// ExtenderLatency delays every filter call: one of fixed,
 	// uniformMin+uniformMax, exponentialMean. Draws are seeded from seed.
-	ExtenderLatency ExtenderLatency `json:"extenderLatency,omitempty"`
+	ExtenderLatency fault.Delay `json:"extenderLatency,omitzero"`
 }
 
 // StaticPin pins one ordinal of a StatefulSet to a node.
@@ -114,35 +114,15 @@ type StaticPin struct {
 	Node        string `json:"node"`
 }
 
-// ExtenderLatency is the extender's filter latency distribution.
-type ExtenderLatency struct {
-	Fixed           Duration `json:"fixed,omitempty"`
-	UniformMin      Duration `json:"uniformMin,omitempty"`
-	UniformMax      Duration `json:"uniformMax,omitempty"`
-	ExponentialMean Duration `json:"exponentialMean,omitempty"`
-}
-
-// Proxy is the throttling proxy's fault profile.
+// Proxy is the throttling proxy's fault profile (its seed is the
+// scenario's).
 type Proxy struct {
-	Rules          []ProxyRule `json:"rules,omitempty"`
-	RequestLatency Delay       `json:"requestLatency,omitempty"`
-	QPS            float64     `json:"qps,omitempty"`
-	Burst          int         `json:"burst,omitempty"`
-	QueueLimit     int         `json:"queueLimit,omitempty"`
+	Rules          []fault.Rule `json:"rules,omitempty"`
+	RequestLatency fault.Delay  `json:"requestLatency,omitzero"`
+	QPS            float64      `json:"qps,omitempty"`
+	Burst          int          `json:"burst,omitempty"`
+	QueueLimit     int          `json:"queueLimit,omitempty"`
 }
-
-// ProxyRule delays the watch events of a resource that match.
-type ProxyRule struct {
-	Resource   string   `json:"resource"`
-	EventTypes []string `json:"eventTypes,omitempty"`
-	// Predicate: volumesAttachedRemoved or volumesAttachedAdded (nodes).
-	Predicate string `json:"predicate,omitempty"`
-	Delay     Delay  `json:"delay"`
-}
-
-// Delay is a distribution: one of fixed, uniformMin+uniformMax,
-// exponentialMean.
-type Delay = ExtenderLatency
 
 // Churn is how pods are deleted and recreated.
 type Churn struct {
@@ -167,7 +147,7 @@ type Churn struct {
 }
 
 // Duration is a time.Duration written as "30s" in YAML.
-type Duration = durationValue
+type Duration = fault.Duration
 
 var (
 	dnsLabel      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$`)
@@ -367,37 +347,18 @@ func (s *Scenario) validateScheduling(statefulSets map[string]bool) error {
 			return fmt.Errorf("%s.node: must not be empty", path)
 		}
 	}
-	l := sch.ExtenderLatency
-	kinds := 0
-	for _, d := range []time.Duration{l.Fixed.Duration, l.UniformMax.Duration, l.ExponentialMean.Duration} {
-		if d < 0 || d > 5*time.Minute {
-			return fmt.Errorf("scheduling.extenderLatency: %v out of range [0, 5m]", d)
-		}
-		if d > 0 {
-			kinds++
-		}
+	if err := sch.ExtenderLatency.Validate(); err != nil {
+		return fmt.Errorf("scheduling.extenderLatency.%w", err)
 	}
-	switch {
-	case kinds > 1:
-		return fmt.Errorf("scheduling.extenderLatency: set only one of fixed, uniformMin/uniformMax, exponentialMean")
-	case l.UniformMin.Duration > l.UniformMax.Duration:
-		return fmt.Errorf("scheduling.extenderLatency.uniformMax: %v is below uniformMin %v", l.UniformMax.Duration, l.UniformMin.Duration)
-	case kinds > 0 && (sch.Pinning == "" || sch.Pinning == "none"):
+	if !sch.ExtenderLatency.IsZero() && (sch.Pinning == "" || sch.Pinning == "none") {
 		return fmt.Errorf("scheduling.extenderLatency: needs the extender (scheduling.pinning sticky or static)")
 	}
 	return nil
 }
 
 // Profile is the proxy's profile for this scenario, seeded with seed.
-func (p *Proxy) Profile(seed int64) proxy.Profile {
-	delay := func(d Delay) proxy.Delay {
-		return proxy.Delay{Fixed: d.Fixed.Duration, UniformMin: d.UniformMin.Duration, UniformMax: d.UniformMax.Duration, Exponential: d.ExponentialMean.Duration}
-	}
-	out := proxy.Profile{RequestLatency: delay(p.RequestLatency), QPS: p.QPS, Burst: p.Burst, QueueLimit: p.QueueLimit, Seed: uint64(seed)}
-	for _, r := range p.Rules {
-		out.Rules = append(out.Rules, proxy.Rule{Resource: r.Resource, EventTypes: r.EventTypes, Predicate: r.Predicate, Delay: delay(r.Delay)})
-	}
-	return out
+func (p *Proxy) Profile(seed int64) fault.Profile {
+	return fault.Profile{Rules: p.Rules, RequestLatency: p.RequestLatency, QPS: p.QPS, Burst: p.Burst, QueueLimit: p.QueueLimit, Seed: uint64(seed)}
 }
 
 // Outcome is what a build measured, as a band checks it.

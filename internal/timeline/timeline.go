@@ -10,7 +10,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/strandlab/strandlab/internal/proxy"
+	"github.com/strandlab/strandlab/internal/fault"
 )
 
 // Sources of entries.
@@ -77,12 +77,12 @@ func (f Focus) concerns(e Entry) bool {
 // one, with its body, so that an empty status patch reads `{}`. A held node
 // event whose volumesAttached is the same as the node's previous held
 // event's (a heartbeat) is left out: it changes nothing a timeline shows.
-func FromProxy(journal []proxy.JournalEntry) []Entry {
+func FromProxy(journal []fault.JournalEntry) []Entry {
 	var out []Entry
 	lastList := map[string]string{} // node -> volumesAttached of its last held event
 	for _, j := range journal {
 		switch j.Kind {
-		case "event_delayed":
+		case fault.JournalEventDelayed:
 			if j.Name != "" {
 				if prev, ok := lastList[j.Name]; ok && prev == j.Body {
 					continue
@@ -97,7 +97,7 @@ func FromProxy(journal []proxy.JournalEntry) []Entry {
 			out = append(out,
 				Entry{Time: j.Time, Source: Proxy, Node: j.Name, Event: fmt.Sprintf("watch %s held back from kube-controller-manager for %v", what, held)},
 				Entry{Time: j.Release, Source: Proxy, Node: j.Name, Event: fmt.Sprintf("watch %s delivered to kube-controller-manager", what)})
-		case "request":
+		case fault.JournalRequest:
 			e := Entry{Time: j.Time, Source: Proxy, Event: fmt.Sprintf("kube-controller-manager %s %s", j.Verb, objectPath(j.Resource, j.Name))}
 			if j.Body != "" {
 				e.Event += " " + j.Body

@@ -9,7 +9,7 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/strandlab/strandlab/internal/proxy"
+	"github.com/strandlab/strandlab/internal/fault"
 )
 
 var t0 = time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
@@ -126,13 +126,13 @@ func TestPodChanges(t *testing.T) {
 }
 
 func TestFromProxyShowsTheEmptyPatch(t *testing.T) {
-	journal := []proxy.JournalEntry{
+	journal := []fault.JournalEntry{
 		{Time: t0, Kind: "event_delayed", Resource: "nodes", Name: "node-1", Verb: "MODIFIED", Release: t0.Add(3 * time.Second), Body: "[]"},
 		{Time: t0.Add(time.Second), Kind: "request", Resource: "nodes/status", Name: "node-1", Verb: "PATCH", Body: "{}", Code: 200},
 		{Time: t0.Add(time.Second), Kind: "request", Resource: "volumeattachments", Name: "csi-1", Verb: "DELETE", Code: 200},
 	}
 	// A heartbeat held behind it, with the same list, adds nothing.
-	journal = append(journal, proxy.JournalEntry{Time: t0.Add(2 * time.Second), Kind: "event_delayed", Resource: "nodes", Name: "node-1", Verb: "MODIFIED", Release: t0.Add(5 * time.Second), Body: "[]"})
+	journal = append(journal, fault.JournalEntry{Time: t0.Add(2 * time.Second), Kind: "event_delayed", Resource: "nodes", Name: "node-1", Verb: "MODIFIED", Release: t0.Add(5 * time.Second), Body: "[]"})
 	got := FromProxy(journal)
 	want := []string{
 		"watch MODIFIED event for node-1 (status.volumesAttached []) held back from kube-controller-manager for 3s",

@@ -26,6 +26,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/strandlab/strandlab/internal/proxy"
+
+	"github.com/strandlab/strandlab/internal/fault"
 )
 
 func main() {
@@ -77,7 +79,7 @@ func run() error {
 	if err != nil {
 		return fmt.Errorf("--tls-cert/--tls-key: %w", err)
 	}
-	var profile proxy.Profile
+	var profile fault.Profile
 	if *profileFile != "" {
 		data, err := os.ReadFile(*profileFile)
 		if err != nil {

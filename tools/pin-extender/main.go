@@ -24,6 +24,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/strandlab/strandlab/internal/extender"
+
+	"github.com/strandlab/strandlab/internal/pinning"
 )
 
 func main() {
@@ -42,7 +44,7 @@ func run() error {
 	if err := fs.Parse(os.Args[1:]); err != nil {
 		return err
 	}
-	var cfg extender.Config
+	var cfg pinning.Config
 	if *configFile != "" {
 		data, err := os.ReadFile(*configFile)
 		if err != nil {

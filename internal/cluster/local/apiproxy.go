@@ -13,13 +13,14 @@ import (
 
 	"github.com/strandlab/strandlab/internal/pki"
 	"github.com/strandlab/strandlab/internal/process"
-	"github.com/strandlab/strandlab/internal/proxy"
+
+	"github.com/strandlab/strandlab/internal/fault"
 )
 
 // startProxy starts the throttling proxy in front of the API server and
 // writes the kubeconfig kube-controller-manager uses to reach it: the same
 // client certificate, another server.
-func (p *Provider) startProxy(c *Cluster, profile *proxy.Profile, cfg *clusterPKI, upstream, logDir string, port, adminPort int) (readiness, string, error) {
+func (p *Provider) startProxy(c *Cluster, profile *fault.Profile, cfg *clusterPKI, upstream, logDir string, port, adminPort int) (readiness, string, error) {
 	profileFile := filepath.Join(c.dir, "proxy-profile.json")
 	data, err := json.Marshal(profile)
 	if err != nil {
@@ -48,14 +49,14 @@ func (p *Provider) startProxy(c *Cluster, profile *proxy.Profile, cfg *clusterPK
 }
 
 // ProxyCounters reads the proxy's counters.
-func (c *Cluster) ProxyCounters(ctx context.Context) (proxy.Counters, error) {
-	var out proxy.Counters
+func (c *Cluster) ProxyCounters(ctx context.Context) (fault.Counters, error) {
+	var out fault.Counters
 	return out, c.proxyGet(ctx, "/strandlab/counters", &out)
 }
 
 // ProxyJournal reads the proxy's journal since t.
-func (c *Cluster) ProxyJournal(ctx context.Context, since time.Time) ([]proxy.JournalEntry, error) {
-	var out []proxy.JournalEntry
+func (c *Cluster) ProxyJournal(ctx context.Context, since time.Time) ([]fault.JournalEntry, error) {
+	var out []fault.JournalEntry
 	return out, c.proxyGet(ctx, "/strandlab/journal?since="+url.QueryEscape(since.Format(time.RFC3339Nano)), &out)
 }
 

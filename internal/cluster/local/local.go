@@ -248,8 +248,8 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		fmt.Sprintf("--secure-port=%d", schedPort),
 		"--cert-dir=" + filepath.Join(dir, "scheduler-certs"),
 	}
-	if spec.Extender != nil {
-		extReady, configArgs, err := p.startExtender(c, spec.Extender, cfg, logDir, ports[7])
+	if spec.Pinning != nil {
+		extReady, configArgs, err := p.startExtender(c, spec.Pinning, cfg, logDir, ports[7])
 		if err != nil {
 			return nil, err
 		}
@@ -304,7 +304,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	}
 	c.started = time.Since(begin)
 	for _, comp := range b.Components(ctx) {
-		if comp.Name == "pin-extender" && spec.Extender == nil || comp.Name == "apiproxy" && spec.Proxy == nil {
+		if comp.Name == "pin-extender" && spec.Pinning == nil || comp.Name == "apiproxy" && spec.Proxy == nil {
 			continue // not run
 		}
 		c.components = append(c.components, comp)

@@ -7,31 +7,32 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/strandlab/strandlab/internal/extender"
 	"github.com/strandlab/strandlab/internal/process"
+
+	"github.com/strandlab/strandlab/internal/pinning"
 )
 
 // startExtender starts the pinning extender and writes the scheduler
 // configuration that calls it. It returns the readiness check of the
 // extender and the kube-scheduler flags that replace the defaults.
-func (p *Provider) startExtender(c *Cluster, ext *extender.Config, cfg *clusterPKI, logDir string, port int) (readiness, []string, error) {
-	pinning := filepath.Join(c.dir, "pinning.json")
+func (p *Provider) startExtender(c *Cluster, ext *pinning.Config, cfg *clusterPKI, logDir string, port int) (readiness, []string, error) {
+	configFile := filepath.Join(c.dir, "pinning.json")
 	data, err := json.Marshal(ext)
 	if err != nil {
 		return readiness{}, nil, err
 	}
-	if err := os.WriteFile(pinning, data, 0o644); err != nil {
+	if err := os.WriteFile(configFile, data, 0o644); err != nil {
 		return readiness{}, nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
 	proc, err := c.procs.Start(process.Spec{Name: "pin-extender", Path: p.Binaries.PinExtender, LogFile: filepath.Join(logDir, "pin-extender.log"),
-		Args: []string{"--bind=" + addr, "--kubeconfig=" + cfg.pinExtender, "--config=" + pinning}})
+		Args: []string{"--bind=" + addr, "--kubeconfig=" + cfg.pinExtender, "--config=" + configFile}})
 	if err != nil {
 		return readiness{}, nil, err
 	}
 	// The extender's slowest answer must fit in the scheduler's timeout,
 	// or the "slow extender" becomes a failing one.
-	timeout := 30*time.Second + ext.Latency.Fixed + ext.Latency.UniformMax + 20*ext.Latency.Exponential
+	timeout := 30*time.Second + ext.Latency.Bound()
 	schedConfig := filepath.Join(c.dir, "kube-scheduler.yaml")
 	conf := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration

@@ -1,0 +1,41 @@
+package fault
+
+import "time"
+
+// Kinds of journal entries.
+const (
+	// JournalEventDelayed: a watch event the proxy held back.
+	JournalEventDelayed = "event_delayed"
+	// JournalRequest: a write the controller sent for a node's status or a
+	// VolumeAttachment.
+	JournalRequest = "request"
+)
+
+// JournalEntry is one thing the proxy saw that a stranding's timeline
+// needs: a watch event it held back, or a write the controller sent for a
+// node's status or a VolumeAttachment (with the body, so an empty patch
+// `{}` shows).
+type JournalEntry struct {
+	Time time.Time `json:"time"`
+	// Kind: JournalEventDelayed or JournalRequest.
+	Kind     string `json:"kind"`
+	Resource string `json:"resource"`
+	// Name is the object's name when known (node or VolumeAttachment).
+	Name string `json:"name,omitempty"`
+	// Verb: the watch event type (event_delayed) or the request verb.
+	Verb string `json:"verb"`
+	// Release is when a delayed event reached the controller.
+	Release time.Time `json:"release,omitzero"`
+	// Body: the request body (truncated), or the delayed node event's
+	// status.volumesAttached as a JSON list.
+	Body string `json:"body,omitempty"`
+	Code int    `json:"code,omitempty"`
+}
+
+// Counters are the proxy's totals since it started.
+type Counters struct {
+	Requests      map[string]int64 `json:"requests"` // "VERB resource[/subresource]" -> n
+	EventsDelayed int64            `json:"events_delayed"`
+	MaxQueueDepth int64            `json:"max_queue_depth"`
+	Undecodable   int64            `json:"undecodable_events"`
+}
