@@ -22,18 +22,8 @@ import (
 	"github.com/strandlab/strandlab/internal/detector"
 	"github.com/strandlab/strandlab/internal/timeline"
 	"github.com/strandlab/strandlab/internal/workload"
-)
 
-// Outcome is how a cycle ended.
-type Outcome string
-
-const (
-	// Running: the replacement pod reached Running and Ready.
-	Running Outcome = "running"
-	// TimedOut: the replacement was not Running within the cycle timeout.
-	TimedOut Outcome = "timed_out"
-	// Stranded: the detector found the replacement's volume stranded.
-	Stranded Outcome = "stranded"
+	"github.com/strandlab/strandlab/internal/cycle"
 )
 
 // Target is a pod the runner may delete.
@@ -56,14 +46,14 @@ type Config struct {
 	ProgressEvery time.Duration
 	// OnProgress, if set, is called with the cycles so far at every progress
 	// tick (the runner writes its partial report there).
-	OnProgress func(Result)
+	OnProgress func(cycle.Result)
 	// Concurrency is the number of cycles in flight at once (default 1).
 	Concurrency int
 	// Interval is the least time between two deletions (pacing; 0: none).
 	Interval time.Duration
 	// Explain, if set, gives the timeline of a stranded cycle (called when
 	// the stranding is detected, while the evidence is fresh).
-	Explain func(Cycle) []timeline.Entry
+	Explain func(cycle.Cycle) []timeline.Entry
 	// StrandedPod, if set, reports a stranding of the pod's volume found by
 	// the detector (pod as namespace/name); a cycle ends as Stranded when
 	// one began after the cycle's delete.
@@ -71,38 +61,6 @@ type Config struct {
 	// SafetyViolations, if set, is the detector's count so far, for the
 	// progress line.
 	SafetyViolations func() int
-}
-
-// Cycle is what happened in one delete/recreate cycle.
-type Cycle struct {
-	Index   int     `json:"index"`
-	Pod     string  `json:"pod"`
-	Outcome Outcome `json:"outcome"`
-	OldNode string  `json:"old_node"`
-	NewNode string  `json:"new_node,omitempty"`
-	// DeleteToRunning: from the delete request to the replacement Running.
-	DeleteToRunning time.Duration `json:"delete_to_running_ns,omitempty"`
-	// CreateToRunning: from the replacement first seen by the harness to it
-	// Running (creationTimestamp has only second precision).
-	CreateToRunning time.Duration `json:"create_to_running_ns,omitempty"`
-	Error           string        `json:"error,omitempty"`
-	// DeletedAt and ReplacementSeenAt anchor the cycle's timeline.
-	DeletedAt         time.Time `json:"deleted_at"`
-	ReplacementSeenAt time.Time `json:"replacement_seen_at,omitempty"`
-	// Stranding is the detector's finding for a Stranded cycle.
-	Stranding *detector.Finding `json:"stranding,omitempty"`
-	// DetectedAt is when the stranding was reported.
-	DetectedAt time.Time `json:"detected_at,omitempty"`
-	// Timeline is what the API and the proxy saw around a stranding (the
-	// report merges it with the cycle's own steps).
-	Timeline []timeline.Entry `json:"-"`
-}
-
-// Result is a finished (or interrupted) run.
-type Result struct {
-	Cycles      []Cycle
-	Elapsed     time.Duration
-	Interrupted bool
 }
 
 // Plan is the sequence of pods the run deletes, one per cycle, in rounds
@@ -130,9 +88,9 @@ func Plan(cfg Config) []Target {
 // previous cycle on the same pod to end, and for the pacing interval. It
 // returns the cycles done so far, in plan order, when ctx ends (Interrupted
 // set), and an error only when the harness itself failed.
-func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, cfg Config) (Result, error) {
+func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, cfg Config) (cycle.Result, error) {
 	if len(cfg.Targets) == 0 {
-		return Result{}, errors.New("churn: no target pods")
+		return cycle.Result{}, errors.New("churn: no target pods")
 	}
 	concurrency := max(cfg.Concurrency, 1)
 	plan := Plan(cfg)
@@ -142,23 +100,23 @@ func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, 
 	defer cancel()
 	var (
 		mu       sync.Mutex
-		done     []Cycle
+		done     []cycle.Cycle
 		firstErr error
 		wg       sync.WaitGroup
 	)
-	snapshot := func() Result {
+	snapshot := func() cycle.Result {
 		mu.Lock()
 		defer mu.Unlock()
 		out := slices.Clone(done)
-		slices.SortFunc(out, func(a, b Cycle) int { return a.Index - b.Index })
-		return Result{Cycles: out, Elapsed: time.Since(start)}
+		slices.SortFunc(out, func(a, b cycle.Cycle) int { return a.Index - b.Index })
+		return cycle.Result{Cycles: out, Elapsed: time.Since(start)}
 	}
 	stopProgress := startProgress(cfg, len(plan), snapshot)
 
-	previous := map[string]Outcome{} // pod -> how its last cycle ended
+	previous := map[string]cycle.Outcome{} // pod -> how its last cycle ended
 	// record ends a cycle: measured, or the harness's first error (which
 	// stops the others), or dropped when the run was interrupted.
-	record := func(c Cycle, err error) {
+	record := func(c cycle.Cycle, err error) {
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
@@ -243,7 +201,7 @@ dispatch:
 
 // startProgress prints a progress line (and hands the cycles so far to
 // OnProgress) every ProgressEvery until the returned stop is called.
-func startProgress(cfg Config, total int, snapshot func() Result) (stop func()) {
+func startProgress(cfg Config, total int, snapshot func() cycle.Result) (stop func()) {
 	if cfg.Progress == nil || cfg.ProgressEvery <= 0 {
 		return func() {}
 	}
@@ -275,10 +233,10 @@ func startProgress(cfg Config, total int, snapshot func() Result) (stop func()) 
 // stuck pod does not fail every later cycle on it. old is nil when the
 // cycle ended before the delete.
 func deletePod(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, cfg Config, index int, name string,
-	previous Outcome, deadline time.Time) (c Cycle, old *corev1.Pod, err error) {
-	c = Cycle{Index: index, Pod: name}
+	previous cycle.Outcome, deadline time.Time) (c cycle.Cycle, old *corev1.Pod, err error) {
+	c = cycle.Cycle{Index: index, Pod: name}
 	ready := func(p *Pods) bool { return workload.IsRunning(p.Get(name)) }
-	if previous == Stranded || previous == TimedOut {
+	if previous == cycle.Stranded || previous == cycle.TimedOut {
 		ready = func(p *Pods) bool { pod := p.Get(name); return pod != nil && pod.DeletionTimestamp == nil }
 	}
 	wctx, cancel := context.WithDeadline(ctx, deadline)
@@ -287,7 +245,7 @@ func deletePod(ctx context.Context, client kubernetes.Interface, pods *workload.
 		if ctx.Err() != nil {
 			return c, nil, ctx.Err()
 		}
-		c.Outcome, c.Error = TimedOut, fmt.Sprintf("pod %s was not ready for a cycle (Running, or present after a failed cycle)", name)
+		c.Outcome, c.Error = cycle.TimedOut, fmt.Sprintf("pod %s was not ready for a cycle (Running, or present after a failed cycle)", name)
 		return c, nil, nil
 	}
 	old = pods.Get(name)
@@ -305,7 +263,7 @@ func deletePod(ctx context.Context, client kubernetes.Interface, pods *workload.
 
 // awaitReplacement ends a cycle: the replacement Running, its volume found
 // stranded, or the deadline.
-func awaitReplacement(ctx context.Context, pods *workload.Pods, cfg Config, c Cycle, old *corev1.Pod, deadline time.Time) (Cycle, error) {
+func awaitReplacement(ctx context.Context, pods *workload.Pods, cfg Config, c cycle.Cycle, old *corev1.Pod, deadline time.Time) (cycle.Cycle, error) {
 	name, deleted := c.Pod, c.DeletedAt
 	log := klog.FromContext(ctx).WithValues("cycle", c.Index, "pod", name)
 	wctx, cancel := context.WithDeadline(ctx, deadline)
@@ -333,7 +291,7 @@ func awaitReplacement(ctx context.Context, pods *workload.Pods, cfg Config, c Cy
 			continue
 		}
 		if f, ok := cfg.StrandedPod(cfg.Namespace + "/" + name); ok && f.Since.After(deleted) {
-			c.Outcome, c.Stranding, c.DetectedAt = Stranded, &f, time.Now()
+			c.Outcome, c.Stranding, c.DetectedAt = cycle.Stranded, &f, time.Now()
 			c.NewNode = f.Node
 			if pod := pods.Get(name); pod != nil && pod.UID != old.UID {
 				c.ReplacementSeenAt = pods.FirstSeen(pod.UID)
@@ -349,7 +307,7 @@ func awaitReplacement(ctx context.Context, pods *workload.Pods, cfg Config, c Cy
 		if ctx.Err() != nil {
 			return c, ctx.Err()
 		}
-		c.Outcome = TimedOut
+		c.Outcome = cycle.TimedOut
 		c.Error = fmt.Sprintf("replacement of %s not Running within %v", name, cfg.CycleTimeout)
 		if pod := pods.Get(name); pod != nil && pod.UID != old.UID {
 			c.NewNode = pod.Spec.NodeName
@@ -358,7 +316,7 @@ func awaitReplacement(ctx context.Context, pods *workload.Pods, cfg Config, c Cy
 		return c, nil
 	}
 	runningAt := time.Now()
-	c.Outcome = Running
+	c.Outcome = cycle.Running
 	c.ReplacementSeenAt = pods.FirstSeen(replacement.UID)
 	c.NewNode = replacement.Spec.NodeName
 	c.DeleteToRunning = runningAt.Sub(deleted)
@@ -370,13 +328,13 @@ func awaitReplacement(ctx context.Context, pods *workload.Pods, cfg Config, c Cy
 // Pods is the pod view the runner waits on.
 type Pods = workload.Pods
 
-func printProgress(w io.Writer, done []Cycle, total int, elapsed time.Duration, safety func() int) {
+func printProgress(w io.Writer, done []cycle.Cycle, total int, elapsed time.Duration, safety func() int) {
 	failed, stranded := 0, 0
 	for _, c := range done {
 		switch c.Outcome {
-		case TimedOut:
+		case cycle.TimedOut:
 			failed++
-		case Stranded:
+		case cycle.Stranded:
 			stranded++
 		}
 	}

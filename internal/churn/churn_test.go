@@ -15,6 +15,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 
 	"github.com/strandlab/strandlab/internal/workload"
+
+	"github.com/strandlab/strandlab/internal/cycle"
 )
 
 func targets(n int) []Target {
@@ -139,7 +141,7 @@ func TestRunConcurrentCyclesInPlanOrder(t *testing.T) {
 	}
 	plan := Plan(cfg)
 	for i, c := range res.Cycles {
-		if c.Index != i || c.Outcome != Running || c.Pod != workload.PodName(plan[i].StatefulSet, plan[i].Ordinal) {
+		if c.Index != i || c.Outcome != cycle.Running || c.Pod != workload.PodName(plan[i].StatefulSet, plan[i].Ordinal) {
 			t.Errorf("cycle %d = %+v, want pod %v Running", i, c, plan[i])
 		}
 	}
@@ -166,7 +168,7 @@ func TestRunInterruptedKeepsFinishedCycles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Nobody recreates the pod: the first cycle waits until the cancel.
-	done := make(chan Result)
+	done := make(chan cycle.Result)
 	go func() {
 		res, err := Run(ctx, client, podView, Config{Namespace: "ns", Targets: targets(1), Cycles: 3, CycleTimeout: time.Minute})
 		if err != nil {

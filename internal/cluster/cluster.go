@@ -13,6 +13,8 @@ import (
 	"github.com/strandlab/strandlab/internal/fault"
 
 	"github.com/strandlab/strandlab/internal/pinning"
+
+	"github.com/strandlab/strandlab/internal/provenance"
 )
 
 // Spec is what the harness asks of a cluster.
@@ -60,13 +62,6 @@ func (s Spec) Validate() error {
 	return nil
 }
 
-// Component is one real binary a cluster runs, for the report's provenance.
-type Component struct {
-	Name       string `json:"name"`
-	Version    string `json:"version"`
-	Provenance string `json:"provenance,omitempty"` // how it was obtained, e.g. the Go module it was built from
-}
-
 // Cluster is a running cluster.
 type Cluster interface {
 	// Kubeconfig is the path of an admin kubeconfig.
@@ -76,7 +71,7 @@ type Cluster interface {
 	// Nodes are the names of the worker nodes.
 	Nodes() []string
 	// Components lists every real binary the cluster runs.
-	Components() []Component
+	Components() []provenance.Component
 	// KubernetesVersion is the API server's version.
 	KubernetesVersion() string
 	// StartDuration is the time from the first process launched until the

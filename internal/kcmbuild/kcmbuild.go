@@ -34,6 +34,8 @@ import (
 	"strings"
 
 	"github.com/strandlab/strandlab/internal/upstream"
+
+	"github.com/strandlab/strandlab/internal/provenance"
 )
 
 // Stock names the unmodified upstream build.
@@ -72,19 +74,12 @@ type Spec struct {
 	Description string // first non-empty line of description/README
 }
 
-// Provenance says exactly which controller binary a build is. It has the
-// fields (and JSON names) of report.Provenance, so report.Provenance(p)
-// converts it.
-type Provenance struct {
-	Module      string `json:"module"`                 // k8s.io/kubernetes@v1.37.2
-	Patch       string `json:"patch,omitempty"`        // build name; empty for stock
-	PatchSHA256 string `json:"patch_sha256,omitempty"` // see Spec.SHA256
-}
-
 // Result is a built (or cached) binary.
 type Result struct {
-	Binary     string
-	Provenance Provenance
+	Binary string
+	// Provenance: Module k8s.io/kubernetes@v1.37.2; Patch the build name
+	// (empty for stock); PatchSHA256 see Spec.SHA256.
+	Provenance provenance.ControllerBuild
 	// Cached is true when the binary was already there.
 	Cached bool
 }
@@ -345,7 +340,7 @@ func Build(ctx context.Context, repoRoot, name string, progress io.Writer) (Resu
 		if err != nil {
 			return Result{}, err
 		}
-		return Result{Binary: b.KubeControllerManager, Provenance: Provenance{Module: mod.Path + "@" + mod.Version}, Cached: true}, nil
+		return Result{Binary: b.KubeControllerManager, Provenance: provenance.ControllerBuild{Module: mod.Path + "@" + mod.Version}, Cached: true}, nil
 	}
 	return build(ctx, kcmTarget(repoRoot), s, progress)
 }

@@ -12,6 +12,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/strandlab/strandlab/internal/provenance"
 )
 
 // writeTree writes files (slash path -> contents) under root.
@@ -500,7 +502,7 @@ func TestBuildTinyModule(t *testing.T) {
 			if err != nil {
 				t.Fatalf("build: %v\n%s", err, progress.String())
 			}
-			want := Result{Binary: final, Provenance: Provenance{Module: "example.com/up@v1.2.3", Patch: tc.name, PatchSHA256: sha}}
+			want := Result{Binary: final, Provenance: provenance.ControllerBuild{Module: "example.com/up@v1.2.3", Patch: tc.name, PatchSHA256: sha}}
 			if res != want {
 				t.Errorf("result %+v, want %+v", res, want)
 			}
@@ -508,7 +510,7 @@ func TestBuildTinyModule(t *testing.T) {
 			if err != nil || strings.TrimSpace(string(out)) != tc.wantOut {
 				t.Errorf("binary says %q (%v), want %q (patched and version-stamped)", out, err, tc.wantOut)
 			}
-			var prov Provenance
+			var prov provenance.ControllerBuild
 			if data, err := os.ReadFile(filepath.Join(filepath.Dir(final), "provenance.json")); err != nil || json.Unmarshal(data, &prov) != nil || prov != want.Provenance {
 				t.Errorf("provenance.json: %+v (%v), want %+v", prov, err, want.Provenance)
 			}

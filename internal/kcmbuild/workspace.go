@@ -19,7 +19,7 @@ package kcmbuild
 // the patch does not touch comes from the cache of the stock build (same
 // flags as tools/upstream/build.sh, CGO_ENABLED=0), and only the patched
 // packages, their dependents and the link run. Vendoring (measured in
-// DESIGN.md: 6 s and 128 MB per workspace, a first build of ~7.7 min with a
+// docs/design.md, "Build facts": 6 s and 128 MB per workspace, a first build of ~7.7 min with a
 // cache of its own) also drops _test.go files and test-only dependencies,
 // which `Test` needs.
 
@@ -35,6 +35,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/strandlab/strandlab/internal/provenance"
 )
 
 // upstreamLink is the workspace's symlink to the upstream module source.
@@ -233,7 +235,7 @@ func build(ctx context.Context, t target, s Spec, progress io.Writer) (Result, e
 	if err != nil {
 		return Result{}, err
 	}
-	prov := Provenance{Module: mod.Path + "@" + mod.Version, Patch: s.Name, PatchSHA256: sha}
+	prov := provenance.ControllerBuild{Module: mod.Path + "@" + mod.Version, Patch: s.Name, PatchSHA256: sha}
 	final := t.cachePath(mod.Version, sha)
 	if isExecutable(final) {
 		fmt.Fprintf(progress, ">> kcm %s: cached (%s)\n", s.Name, final)

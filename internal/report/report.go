@@ -14,74 +14,62 @@ import (
 	"strings"
 	"time"
 
-	"github.com/strandlab/strandlab/internal/churn"
+	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/detector"
 	"github.com/strandlab/strandlab/internal/stats"
 	"github.com/strandlab/strandlab/internal/timeline"
 
 	"github.com/strandlab/strandlab/internal/fault"
+	"github.com/strandlab/strandlab/internal/provenance"
 )
 
 // Report is report.json.
 type Report struct {
-	RunID               string               `json:"run_id"`
-	Scenario            string               `json:"scenario"`
-	Provider            string               `json:"provider"`
-	Seed                int64                `json:"seed"`
-	KubernetesVersion   string               `json:"kubernetes_version"`
-	ClusterStartSeconds float64              `json:"cluster_start_seconds"`
-	Components          map[string]Component `json:"components"`
-	Builds              []Build              `json:"builds"`
-	StartedAt           time.Time            `json:"started_at"`
-	FinishedAt          time.Time            `json:"finished_at"`
+	RunID               string                          `json:"run_id"`
+	Scenario            string                          `json:"scenario"`
+	Provider            string                          `json:"provider"`
+	Seed                int64                           `json:"seed"`
+	KubernetesVersion   string                          `json:"kubernetes_version"`
+	ClusterStartSeconds float64                         `json:"cluster_start_seconds"`
+	Components          map[string]provenance.Component `json:"components"`
+	Builds              []Build                         `json:"builds"`
+	StartedAt           time.Time                       `json:"started_at"`
+	FinishedAt          time.Time                       `json:"finished_at"`
 	// Interrupted is true when the run was stopped (Ctrl-C) before all cycles.
 	Interrupted bool `json:"interrupted"`
 	// Complete is false while a run is still writing its report.
 	Complete bool `json:"complete"`
 }
 
-// Component is a real binary used by the run.
-type Component struct {
-	Version    string `json:"version"`
-	Provenance string `json:"provenance,omitempty"`
-}
-
 // Build is the outcome for one controller build.
 type Build struct {
-	Name                 string             `json:"name"`
-	Provenance           Provenance         `json:"provenance"`
-	Cycles               int                `json:"cycles"`
-	CyclesNotRunning     int                `json:"cycles_not_running"`
-	Stranded             int                `json:"stranded"`
-	SafetyViolations     int                `json:"safety_violations"`
-	StrandedRate         float64            `json:"stranded_rate"`
-	StrandedRateCI95     [2]float64         `json:"stranded_rate_ci95"`
-	CyclesPerSecond      float64            `json:"cycles_per_second"`
-	AttachToRunningMS    Percentiles        `json:"attach_to_running_ms"`
-	DeleteToRunningMS    Percentiles        `json:"delete_to_running_ms"`
-	APIRequestsPerCycle  map[string]float64 `json:"api_requests_per_cycle"`
-	PinningSameNodeRatio float64            `json:"pinning_same_node_ratio"`
-	Proxy                ProxyStats         `json:"proxy"`
-	Strandings           []Stranding        `json:"strandings"`
+	Name                 string                     `json:"name"`
+	Provenance           provenance.ControllerBuild `json:"provenance"`
+	Cycles               int                        `json:"cycles"`
+	CyclesNotRunning     int                        `json:"cycles_not_running"`
+	Stranded             int                        `json:"stranded"`
+	SafetyViolations     int                        `json:"safety_violations"`
+	StrandedRate         float64                    `json:"stranded_rate"`
+	StrandedRateCI95     [2]float64                 `json:"stranded_rate_ci95"`
+	CyclesPerSecond      float64                    `json:"cycles_per_second"`
+	AttachToRunningMS    Percentiles                `json:"attach_to_running_ms"`
+	DeleteToRunningMS    Percentiles                `json:"delete_to_running_ms"`
+	APIRequestsPerCycle  map[string]float64         `json:"api_requests_per_cycle"`
+	PinningSameNodeRatio float64                    `json:"pinning_same_node_ratio"`
+	Proxy                ProxyStats                 `json:"proxy"`
+	Strandings           []Stranding                `json:"strandings"`
 	// SafetyFindings are the safety violations, one per episode (a
 	// condition holding continuously), with evidence and timeline.
 	SafetyFindings []SafetyFinding `json:"safety_findings"`
 	// Expectation is the scenario's outcome band for this build, checked.
 	Expectation *Expectation  `json:"expectation,omitempty"`
-	CycleLog    []churn.Cycle `json:"cycle_log,omitempty"`
+	CycleLog    []cycle.Cycle `json:"cycle_log,omitempty"`
 }
 
 // Expectation is a build's outcome held against the scenario's band.
 type Expectation struct {
 	Met   bool     `json:"met"`
 	Unmet []string `json:"unmet,omitempty"`
-}
-
-// Provenance says exactly which controller binary a build is.
-type Provenance struct {
-	Module      string `json:"module"`
-	Patch       string `json:"patch,omitempty"`
-	PatchSHA256 string `json:"patch_sha256,omitempty"`
 }
 
 // Percentiles of a latency in milliseconds.
@@ -141,10 +129,10 @@ type TimelineEntry struct {
 	Event  string  `json:"event"`
 }
 
-// BuildFromChurn summarises a churn result for one build. Cycle-level facts
+// BuildFromCycles summarises the cycles of one build. Cycle-level facts
 // the churn runner cannot know yet (strandings, proxy counters, API request
 // counts) are filled in by their own components.
-func BuildFromChurn(name string, prov Provenance, res churn.Result, safety []SafetyFinding) Build {
+func BuildFromCycles(name string, prov provenance.ControllerBuild, res cycle.Result, safety []SafetyFinding) Build {
 	b := Build{Name: name, Provenance: prov, Cycles: len(res.Cycles),
 		APIRequestsPerCycle: map[string]float64{}, Strandings: []Stranding{}, CycleLog: res.Cycles}
 	var toRunning, deleteToRunning []time.Duration
@@ -153,12 +141,12 @@ func BuildFromChurn(name string, prov Provenance, res churn.Result, safety []Saf
 	b.SafetyFindings = append([]SafetyFinding{}, safety...)
 	slices.SortFunc(b.SafetyFindings, func(x, y SafetyFinding) int { return x.Since.Compare(y.Since) })
 	for _, c := range res.Cycles {
-		if c.Outcome == churn.Stranded {
+		if c.Outcome == cycle.Stranded {
 			b.Stranded++
 			b.Strandings = append(b.Strandings, strandingOf(c))
 			continue
 		}
-		if c.Outcome != churn.Running {
+		if c.Outcome != cycle.Running {
 			b.CyclesNotRunning++
 			continue
 		}
@@ -190,7 +178,7 @@ func BuildFromChurn(name string, prov Provenance, res churn.Result, safety []Saf
 // milliseconds from the delete that started the cycle, merged from the
 // runner's steps, the detector's verdicts and what the API and the proxy saw
 // (c.Timeline).
-func strandingOf(c churn.Cycle) Stranding {
+func strandingOf(c cycle.Cycle) Stranding {
 	f := c.Stranding
 	entries := []timeline.Entry{{Time: c.DeletedAt, Source: timeline.Runner, Event: fmt.Sprintf("deleted pod %s (on %s)", c.Pod, c.OldNode)}}
 	if !c.ReplacementSeenAt.IsZero() {

@@ -8,20 +8,21 @@ import (
 	"testing"
 	"time"
 
-	"github.com/strandlab/strandlab/internal/churn"
+	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/detector"
+	"github.com/strandlab/strandlab/internal/provenance"
 	"github.com/strandlab/strandlab/internal/timeline"
 )
 
-func TestBuildFromChurn(t *testing.T) {
+func TestBuildFromCycles(t *testing.T) {
 	ms := time.Millisecond
-	res := churn.Result{Elapsed: 2 * time.Second, Cycles: []churn.Cycle{
-		{Outcome: churn.Running, OldNode: "n1", NewNode: "n1", CreateToRunning: 10 * ms, DeleteToRunning: 100 * ms},
-		{Outcome: churn.Running, OldNode: "n2", NewNode: "n3", CreateToRunning: 30 * ms, DeleteToRunning: 300 * ms},
-		{Outcome: churn.Running, OldNode: "n1", NewNode: "n1", CreateToRunning: 20 * ms, DeleteToRunning: 200 * ms},
-		{Outcome: churn.TimedOut, OldNode: "n1"},
+	res := cycle.Result{Elapsed: 2 * time.Second, Cycles: []cycle.Cycle{
+		{Outcome: cycle.Running, OldNode: "n1", NewNode: "n1", CreateToRunning: 10 * ms, DeleteToRunning: 100 * ms},
+		{Outcome: cycle.Running, OldNode: "n2", NewNode: "n3", CreateToRunning: 30 * ms, DeleteToRunning: 300 * ms},
+		{Outcome: cycle.Running, OldNode: "n1", NewNode: "n1", CreateToRunning: 20 * ms, DeleteToRunning: 200 * ms},
+		{Outcome: cycle.TimedOut, OldNode: "n1"},
 	}}
-	b := BuildFromChurn("stock", Provenance{Module: "m"}, res, nil)
+	b := BuildFromCycles("stock", provenance.ControllerBuild{Module: "m"}, res, nil)
 	tests := []struct {
 		name      string
 		got, want any
@@ -46,11 +47,11 @@ func TestBuildFromChurn(t *testing.T) {
 func TestStrandedCycleIsCountedWithItsTimeline(t *testing.T) {
 	del := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
 	f := detector.Finding{Kind: detector.Stranded, Pod: "ns/web-0", Node: "node-1", Volume: "kubernetes.io/csi/d^h", Since: del.Add(2 * time.Second), Evidence: "absent"}
-	res := churn.Result{Elapsed: time.Second, Cycles: []churn.Cycle{
-		{Index: 0, Outcome: churn.Running},
-		{Index: 1, Pod: "web-0", Outcome: churn.Stranded, DeletedAt: del, ReplacementSeenAt: del.Add(time.Second), Stranding: &f, DetectedAt: del.Add(33 * time.Second)},
+	res := cycle.Result{Elapsed: time.Second, Cycles: []cycle.Cycle{
+		{Index: 0, Outcome: cycle.Running},
+		{Index: 1, Pod: "web-0", Outcome: cycle.Stranded, DeletedAt: del, ReplacementSeenAt: del.Add(time.Second), Stranding: &f, DetectedAt: del.Add(33 * time.Second)},
 	}}
-	b := BuildFromChurn("stock", Provenance{}, res, []SafetyFinding{{Finding: detector.Finding{Kind: detector.ListedNotAttached}}})
+	b := BuildFromCycles("stock", provenance.ControllerBuild{}, res, []SafetyFinding{{Finding: detector.Finding{Kind: detector.ListedNotAttached}}})
 	if b.Stranded != 1 || b.StrandedRate != 0.5 || b.SafetyViolations != 1 || b.CyclesNotRunning != 0 {
 		t.Fatalf("build %+v", b)
 	}
@@ -64,8 +65,8 @@ func TestWriteIsCompleteAndCopiedToLatest(t *testing.T) {
 	dir := t.TempDir()
 	runDir, latest := filepath.Join(dir, "run-1"), filepath.Join(dir, "latest")
 	r := &Report{RunID: "run-1", Scenario: "smoke", Provider: "local", Seed: 1, KubernetesVersion: "v1.37.2",
-		Components: map[string]Component{"etcd": {Version: "3.7.0"}},
-		Builds:     []Build{BuildFromChurn("stock", Provenance{Module: "m"}, churn.Result{}, nil)}, Complete: true}
+		Components: map[string]provenance.Component{"etcd": {Version: "3.7.0"}},
+		Builds:     []Build{BuildFromCycles("stock", provenance.ControllerBuild{Module: "m"}, cycle.Result{}, nil)}, Complete: true}
 	if err := Write(r, runDir, latest); err != nil {
 		t.Fatal(err)
 	}
@@ -78,7 +79,7 @@ func TestWriteIsCompleteAndCopiedToLatest(t *testing.T) {
 		if err := json.Unmarshal(data, &generic); err != nil {
 			t.Fatal(err)
 		}
-		// The contract's field names (DESIGN.md).
+		// The contract's field names (docs/design.md, "report.json").
 		for _, k := range []string{"scenario", "provider", "seed", "kubernetes_version", "cluster_start_seconds", "components", "builds"} {
 			if _, ok := generic[k]; !ok {
 				t.Errorf("%s/report.json lacks %q", d, k)
@@ -109,7 +110,7 @@ func TestSafetyFindingsAreListedWithEvidence(t *testing.T) {
 		{Kind: detector.DetachedUnderMount, Pod: "ns/web-0", Node: "node-1", Volume: "v1", Since: at, Evidence: "VolumeAttachment csi-1 is being deleted while pod ns/web-0 still has the volume mounted"},
 	}
 	patched := timeline.Entry{Time: at.Add(-1500 * time.Millisecond), Source: timeline.Proxy, Event: "controller PATCH nodes/node-1/status {}"}
-	b := BuildFromChurn("stock", Provenance{}, churn.Result{}, []SafetyFinding{SafetyFindingOf(safety[0], nil), SafetyFindingOf(safety[1], []timeline.Entry{patched})})
+	b := BuildFromCycles("stock", provenance.ControllerBuild{}, cycle.Result{}, []SafetyFinding{SafetyFindingOf(safety[0], nil), SafetyFindingOf(safety[1], []timeline.Entry{patched})})
 	if tl := b.SafetyFindings[0].Timeline; len(tl) != 2 || tl[0].TMS != -1500 || tl[1].TMS != 0 || tl[1].Source != timeline.Detector {
 		t.Errorf("timeline %+v: want the PATCH 1500 ms before the detector's verdict", tl)
 	}

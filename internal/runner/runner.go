@@ -22,6 +22,7 @@ import (
 	"github.com/strandlab/strandlab/internal/churn"
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/local"
+	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/kcmbuild"
 	"github.com/strandlab/strandlab/internal/pinning"
@@ -30,6 +31,8 @@ import (
 	"github.com/strandlab/strandlab/internal/timeline"
 	"github.com/strandlab/strandlab/internal/upstream"
 	"github.com/strandlab/strandlab/internal/workload"
+
+	"github.com/strandlab/strandlab/internal/provenance"
 )
 
 // Namespace holds the churned workload.
@@ -98,7 +101,7 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 	latest := filepath.Join(opts.OutputDir, "reports", "latest")
 	rep := &report.Report{
 		RunID: runID, Scenario: sc.Name, Provider: sc.Cluster.Provider, Seed: sc.Seed,
-		Components: map[string]report.Component{}, Builds: []report.Build{}, StartedAt: time.Now().UTC(),
+		Components: map[string]provenance.Component{}, Builds: []report.Build{}, StartedAt: time.Now().UTC(),
 	}
 	save := func() error {
 		rep.FinishedAt = time.Now().UTC()
@@ -129,7 +132,7 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 		buildBins := bins
 		buildBins.KubeControllerManager = controllers[build].Binary
 		provider := &local.Provider{Binaries: buildBins}
-		prov := report.Provenance(controllers[build].Provenance)
+		prov := controllers[build].Provenance
 		b, err := runBuild(ctx, opts, sc, provider, build, prov, filepath.Join(reportDir, build), rep, save, opts.Keep && last)
 		if b != nil {
 			rep.Builds = append(rep.Builds, *b)
@@ -150,7 +153,7 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 	return reportDir, runErr
 }
 
-func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider cluster.Provider, build string, prov report.Provenance, outDir string,
+func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider cluster.Provider, build string, prov provenance.ControllerBuild, outDir string,
 	rep *report.Report, save func() error, keep bool) (*report.Build, error) {
 	fmt.Fprintf(opts.Progress, ">> build %s: starting a %d-node %s cluster\n", build, sc.Cluster.Nodes, provider.Name())
 	c, err := provider.Start(ctx, cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep,
@@ -178,7 +181,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	rep.KubernetesVersion = c.KubernetesVersion()
 	rep.ClusterStartSeconds = c.StartDuration().Seconds()
 	for _, comp := range c.Components() {
-		rep.Components[comp.Name] = report.Component{Version: comp.Version, Provenance: comp.Provenance}
+		rep.Components[comp.Name] = comp
 	}
 	if err := save(); err != nil {
 		return nil, err
@@ -237,9 +240,9 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		CycleTimeout: sc.Churn.CycleTimeout.Duration, Progress: opts.Progress, ProgressEvery: 5 * time.Second,
 		StrandedPod: strands.StrandedPod, SafetyViolations: func() int { return len(strands.SafetyViolations()) },
 		Concurrency: sc.Churn.Concurrency, Interval: sc.Churn.Interval.Duration,
-		Explain: func(cy churn.Cycle) []timeline.Entry { return strands.Explain(ctx, cy) },
-		OnProgress: func(done churn.Result) {
-			partial := report.BuildFromChurn(build, prov, done, strands.SafetyViolations())
+		Explain: func(cy cycle.Cycle) []timeline.Entry { return strands.Explain(ctx, cy) },
+		OnProgress: func(done cycle.Result) {
+			partial := report.BuildFromCycles(build, prov, done, strands.SafetyViolations())
 			rep.Builds = append(rep.Builds, partial)
 			if err := save(); err != nil {
 				klog.ErrorS(err, "Writing the partial report failed")
@@ -247,7 +250,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 			rep.Builds = rep.Builds[:len(rep.Builds)-1]
 		},
 	})
-	b := report.BuildFromChurn(build, prov, res, strands.SafetyViolations())
+	b := report.BuildFromCycles(build, prov, res, strands.SafetyViolations())
 	if band, ok := sc.BandFor(build); ok && !res.Interrupted {
 		unmet := band.Check(outcomeOf(b, res))
 		b.Expectation = &report.Expectation{Met: len(unmet) == 0, Unmet: unmet}
@@ -269,7 +272,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 }
 
 // outcomeOf is what a band checks of a build.
-func outcomeOf(b report.Build, res churn.Result) scenario.Outcome {
+func outcomeOf(b report.Build, res cycle.Result) scenario.Outcome {
 	o := scenario.Outcome{Stranded: b.Stranded, SafetyViolations: b.SafetyViolations, CyclesNotRunning: b.CyclesNotRunning}
 	for _, c := range res.Cycles {
 		if c.Index == 0 {

@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
-	"github.com/strandlab/strandlab/internal/churn"
 	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/detector"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/timeline"
@@ -163,7 +163,7 @@ func (w *strandWatch) SafetyViolations() []report.SafetyFinding {
 // cluster has the proxy, what the controller received late and sent) about
 // the stranding's pod, node, volume and attachment, from a little before the
 // cycle's delete until now.
-func (w *strandWatch) Explain(ctx context.Context, c churn.Cycle) []timeline.Entry {
+func (w *strandWatch) Explain(ctx context.Context, c cycle.Cycle) []timeline.Entry {
 	f := c.Stranding
 	return w.timeline(ctx, timeline.Focus{Pod: f.Pod, Node: f.Node, Volume: f.Volume, PV: f.PV, Attachment: f.VolumeAttachment,
 		From: c.DeletedAt.Add(-2 * time.Second), To: time.Now()})

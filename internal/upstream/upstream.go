@@ -16,7 +16,8 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/process"
+	"github.com/strandlab/strandlab/internal/provenance"
 )
 
 // Binaries are the executables of one local cluster and their versions.
@@ -41,8 +42,12 @@ type Binaries struct {
 const BinDirEnv = "STRANDLAB_BIN_DIR"
 
 // Ensure returns the binaries, building what is missing. Progress of the
-// builds goes to progress. repoRoot is the strandlab checkout.
+// builds goes to progress. repoRoot is the strandlab checkout. It refuses,
+// building nothing, under make unit (process.UnitOnlyEnv).
 func Ensure(ctx context.Context, repoRoot string, progress io.Writer) (Binaries, error) {
+	if err := process.CheckUnitOnly("building the cluster binaries (upstream.Ensure)"); err != nil {
+		return Binaries{}, err
+	}
 	dir := os.Getenv(BinDirEnv)
 	if dir == "" {
 		cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot, "tools/upstream/build.sh"), filepath.Join(repoRoot, "_output/bin"))
@@ -107,7 +112,7 @@ func FromDir(dir string) (Binaries, error) {
 // Components describes the binaries for the report. It asks each binary
 // for its version, so the report shows what actually ran, not what was
 // meant to be built.
-func (b Binaries) Components(ctx context.Context) []cluster.Component {
+func (b Binaries) Components(ctx context.Context) []provenance.Component {
 	module := map[string]string{
 		"etcd":                    "go.etcd.io/etcd/server/v3@" + b.Versions["etcd"],
 		"kube-apiserver":          "k8s.io/kubernetes/cmd/kube-apiserver@" + b.Versions["kube-apiserver"],
@@ -116,19 +121,19 @@ func (b Binaries) Components(ctx context.Context) []cluster.Component {
 		"csi-attacher":            "github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher@" + b.Versions["csi-attacher"],
 		"csi-provisioner":         "github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner@" + b.Versions["csi-provisioner"],
 	}
-	var out []cluster.Component
+	var out []provenance.Component
 	for _, c := range []struct{ name, path string }{
 		{"etcd", b.Etcd}, {"kube-apiserver", b.KubeAPIServer},
 		{"kube-controller-manager", b.KubeControllerManager}, {"kube-scheduler", b.KubeScheduler},
 		{"csi-attacher", b.CSIAttacher}, {"csi-provisioner", b.CSIProvisioner},
 	} {
-		out = append(out, cluster.Component{Name: c.name, Version: reportedVersion(ctx, c.path), Provenance: "built from " + module[c.name]})
+		out = append(out, provenance.Component{Name: c.name, Version: reportedVersion(ctx, c.path), Provenance: "built from " + module[c.name]})
 	}
 	out = append(out,
-		cluster.Component{Name: "kubelet-sim", Version: "simulated (strandlab)", Provenance: "github.com/strandlab/strandlab/tools/kubelet-sim"},
-		cluster.Component{Name: "csi-driver", Version: "strandlab hostpath", Provenance: "github.com/strandlab/strandlab/tools/csi-driver"},
-		cluster.Component{Name: "pin-extender", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/pin-extender"},
-		cluster.Component{Name: "apiproxy", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/apiproxy"})
+		provenance.Component{Name: "kubelet-sim", Version: "simulated (strandlab)", Provenance: "github.com/strandlab/strandlab/tools/kubelet-sim"},
+		provenance.Component{Name: "csi-driver", Version: "strandlab hostpath", Provenance: "github.com/strandlab/strandlab/tools/csi-driver"},
+		provenance.Component{Name: "pin-extender", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/pin-extender"},
+		provenance.Component{Name: "apiproxy", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/apiproxy"})
 	return out
 }
 

@@ -29,6 +29,8 @@ import (
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/process"
 	"github.com/strandlab/strandlab/internal/upstream"
+
+	"github.com/strandlab/strandlab/internal/provenance"
 )
 
 // Provider starts local clusters from a set of binaries.
@@ -50,7 +52,7 @@ type Cluster struct {
 	kubeconfig string
 	restConfig *rest.Config
 	nodes      []string
-	components []cluster.Component
+	components []provenance.Component
 	version    string
 	started    time.Duration
 	proxyAdmin string // http://127.0.0.1:port of the proxy's admin server, if any
@@ -313,13 +315,13 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	return c, nil
 }
 
-func (c *Cluster) Kubeconfig() string              { return c.kubeconfig }
-func (c *Cluster) RESTConfig() *rest.Config        { return rest.CopyConfig(c.restConfig) }
-func (c *Cluster) Nodes() []string                 { return append([]string(nil), c.nodes...) }
-func (c *Cluster) Components() []cluster.Component { return c.components }
-func (c *Cluster) KubernetesVersion() string       { return c.version }
-func (c *Cluster) StartDuration() time.Duration    { return c.started }
-func (c *Cluster) Dir() string                     { return c.dir }
+func (c *Cluster) Kubeconfig() string                 { return c.kubeconfig }
+func (c *Cluster) RESTConfig() *rest.Config           { return rest.CopyConfig(c.restConfig) }
+func (c *Cluster) Nodes() []string                    { return append([]string(nil), c.nodes...) }
+func (c *Cluster) Components() []provenance.Component { return c.components }
+func (c *Cluster) KubernetesVersion() string          { return c.version }
+func (c *Cluster) StartDuration() time.Duration       { return c.started }
+func (c *Cluster) Dir() string                        { return c.dir }
 
 // Running reports the components that are still running; after Stop it is
 // empty.

@@ -1,0 +1,57 @@
+// Package cycle is the record of the churn: what one delete/recreate cycle
+// of a StatefulSet pod produced (how it ended, its latencies, the stranding
+// it found with its timeline) and a run's result. The churn runner writes
+// it; the report summarises it. It is pure data, so the report needs
+// neither the churn runner nor an API client (docs/design.md, "Packages").
+package cycle
+
+import (
+	"time"
+
+	"github.com/strandlab/strandlab/internal/detector"
+	"github.com/strandlab/strandlab/internal/timeline"
+)
+
+// Outcome is how a cycle ended.
+type Outcome string
+
+const (
+	// Running: the replacement pod reached Running and Ready.
+	Running Outcome = "running"
+	// TimedOut: the replacement was not Running within the cycle timeout.
+	TimedOut Outcome = "timed_out"
+	// Stranded: the detector found the replacement's volume stranded.
+	Stranded Outcome = "stranded"
+)
+
+// Cycle is what happened in one delete/recreate cycle.
+type Cycle struct {
+	Index   int     `json:"index"`
+	Pod     string  `json:"pod"`
+	Outcome Outcome `json:"outcome"`
+	OldNode string  `json:"old_node"`
+	NewNode string  `json:"new_node,omitempty"`
+	// DeleteToRunning: from the delete request to the replacement Running.
+	DeleteToRunning time.Duration `json:"delete_to_running_ns,omitempty"`
+	// CreateToRunning: from the replacement first seen by the harness to it
+	// Running (creationTimestamp has only second precision).
+	CreateToRunning time.Duration `json:"create_to_running_ns,omitempty"`
+	Error           string        `json:"error,omitempty"`
+	// DeletedAt and ReplacementSeenAt anchor the cycle's timeline.
+	DeletedAt         time.Time `json:"deleted_at"`
+	ReplacementSeenAt time.Time `json:"replacement_seen_at,omitempty"`
+	// Stranding is the detector's finding for a Stranded cycle.
+	Stranding *detector.Finding `json:"stranding,omitempty"`
+	// DetectedAt is when the stranding was reported.
+	DetectedAt time.Time `json:"detected_at,omitempty"`
+	// Timeline is what the API and the proxy saw around a stranding (the
+	// report merges it with the cycle's own steps).
+	Timeline []timeline.Entry `json:"-"`
+}
+
+// Result is a finished (or interrupted) run.
+type Result struct {
+	Cycles      []Cycle
+	Elapsed     time.Duration
+	Interrupted bool
+}

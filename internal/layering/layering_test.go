@@ -1,0 +1,85 @@
+package layering
+
+import (
+	"encoding/json"
+	"errors"
+	"io"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/strandlab/strandlab/"
+
+// rules: a package (with everything it imports, transitively) must not
+// depend on any path that starts with a forbidden prefix.
+var rules = []struct {
+	pkg       string
+	why       string
+	forbidden []string
+}{
+	{"internal/scenario", "scenario files are pure data: parse and validate without an API client, metrics or plots",
+		[]string{"k8s.io/client-go", "github.com/prometheus/", "gonum.org/", module + "internal/proxy", module + "internal/extender"}},
+	{"internal/timeline", "timelines are pure: merged from records, not fetched",
+		[]string{"k8s.io/client-go", "github.com/prometheus/", "gonum.org/", module + "internal/proxy"}},
+	{"internal/fault", "the fault vocabulary is a leaf every layer may import",
+		[]string{"k8s.io/", "github.com/prometheus/", "gonum.org/", module}},
+	{"internal/detector", "the detector is pure: snapshot in, findings out",
+		[]string{"k8s.io/client-go", "github.com/prometheus/", "gonum.org/"}},
+	{"internal/cluster", "the provider seam carries specs and results, not the components' code",
+		[]string{module + "internal/proxy", module + "internal/extender", module + "internal/cluster/", "github.com/prometheus/", "gonum.org/"}},
+	{"internal/report", "the report is the JSON contract plus renderers",
+		[]string{"k8s.io/client-go", module + "internal/churn", module + "internal/cluster", module + "internal/proxy", module + "internal/runner", "github.com/prometheus/"}},
+}
+
+func TestDependencyRules(t *testing.T) {
+	for _, r := range rules {
+		t.Run(r.pkg, func(t *testing.T) {
+			deps := listDeps(t, "./"+r.pkg)
+			if len(deps) == 0 {
+				t.Fatalf("go list found no dependencies of %s: the rule would check nothing", r.pkg)
+			}
+			for _, d := range deps {
+				if d == module+r.pkg {
+					continue
+				}
+				for _, f := range r.forbidden {
+					if strings.HasPrefix(d, f) || d+"/" == f {
+						t.Errorf("%s depends on %s (%s)", r.pkg, d, r.why)
+					}
+				}
+			}
+		})
+	}
+}
+
+// listDeps is `go list -deps` of pkg, run from the module root.
+func listDeps(t *testing.T, pkg string) []string {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-deps", "-json=ImportPath", pkg)
+	cmd.Dir = "../.."
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var deps []string
+	dec := json.NewDecoder(out)
+	for {
+		var p struct{ ImportPath string }
+		if err := dec.Decode(&p); errors.Is(err, io.EOF) {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		deps = append(deps, p.ImportPath)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("go list -deps %s: %v\n%s", pkg, err, stderr.String())
+	}
+	return deps
+}
