@@ -81,7 +81,7 @@ func TestSeed122413StrandsStockNotFix(t *testing.T) {
 		t.Fatalf("stock: %d stranded %+v, want the first cycle stranded", stock.Stranded, stock.Strandings)
 	}
 	s := stock.Strandings[0]
-	// DESIGN.md's steps, in order: removed from node status, detach,
+	// The timeline steps of docs/design.md ("The bug"), in order: removed from node status, detach,
 	// recreated on the same node, re-attached, empty patch, and the volume
 	// still absent with the VolumeAttachment attached past the threshold.
 	// (The detector's "stranded since" is the re-attach: the condition holds

@@ -1,5 +1,5 @@
 // Package detector finds stranded volumes and safety violations, exactly as
-// DESIGN.md defines them, in a snapshot of API objects. It is pure: no API
+// docs/design.md defines them ("Definitions"), in a snapshot of API objects. It is pure: no API
 // calls, no clock; callers pass snapshots (from informers or a one-off list)
 // and their times.
 package detector
@@ -189,7 +189,7 @@ func hasMounted(pod *corev1.Pod) bool {
 // The kubelet drops a volume from the list only once no pod on the node
 // has it mounted, and the controller may detach only after that: a detach
 // while the server's list still has the volume is under a mount (a stale
-// controller view of the node, DESIGN.md), while a pod that outlives its
+// controller view of the node, docs/design.md), while a pod that outlives its
 // already reported unmount (its deletion not confirmed yet) is not.
 func inUse(n *corev1.Node, unique string) bool {
 	return slices.Contains(n.Status.VolumesInUse, corev1.UniqueVolumeName(unique))

@@ -15,7 +15,7 @@ import (
 	"github.com/strandlab/strandlab/internal/detector"
 )
 
-// DefaultThreshold is DESIGN.md's stranding threshold: the attach/detach
+// DefaultThreshold is the stranding threshold of docs/design.md: the attach/detach
 // controller normally reports an attach within one 100 ms loop, so a volume
 // missing for longer is not a race of the moment.
 const DefaultThreshold = 30 * time.Second

@@ -39,7 +39,7 @@ import (
 //
 // When no manager owns the node's list (it is empty), the time the volume
 // left it is unknown and the estimate rests on the other two facts. In the
-// stranding DESIGN.md describes the volume leaves the list before it is
+// stranding docs/design.md describes the volume leaves the list before it is
 // attached again, so the attach time bounds it. Without managedFields on the
 // VolumeAttachment (stripped by a proxy, or an old server) or a PodScheduled
 // time there is no estimate: the caller then relies on its own observation.

@@ -178,7 +178,7 @@ func getOnce[T any](ctx context.Context, seen map[string]bool, resource, namespa
 // controller does not manage (no controller-managed-attach-detach
 // annotation): there the kubelet attaches by itself and
 // status.volumesAttached is not kept, so every attached volume would look
-// stranded. DESIGN.md's definitions are about the controller's nodes only.
+// stranded. The definitions (docs/design.md) are about the controller's nodes only.
 func controllerManaged(s detector.Snapshot) (detector.Snapshot, int) {
 	kept := make([]corev1.Node, 0, len(s.Nodes))
 	for _, n := range s.Nodes {

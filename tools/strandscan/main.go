@@ -61,7 +61,7 @@ func execute(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Use:   "strandscan",
 		Short: "Report volumes stranded by the attach/detach controller, and safety violations (read-only)",
 		Long: `strandscan lists pods, nodes, PVCs, PVs, VolumeAttachments and CSIDrivers and
-reports, with the same detector as the strandlab harness (DESIGN.md):
+reports, with the same detector as the strandlab harness (docs/design.md):
   stranded: a pod's CSI volume is attached (VolumeAttachment attached=true) but missing from its node's status.volumesAttached for longer than --threshold.
   safety violation: the volume is listed on the node without a live attached VolumeAttachment, or detached while the pod still has it mounted.
 It only reads (RBAC: manifests/strandscan/rbac.yaml). See docs/strandscan.md.
