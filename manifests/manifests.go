@@ -4,6 +4,13 @@ package manifests
 
 import _ "embed"
 
+// The names csi/driver.yaml gives the driver and its StorageClass (a
+// provider may rename the driver; manifests_test checks these match).
+const (
+	CSIDriverName    = "hostpath.csi.k8s.io"
+	StorageClassName = "strandlab-hostpath"
+)
+
 var (
 	// StatefulSet is statefulset.yaml: the churned workload.
 	//

@@ -6,6 +6,7 @@ package attachgate
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -21,9 +22,9 @@ import (
 
 	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/kubeletsim"
 	"github.com/strandlab/strandlab/internal/workload"
+	"github.com/strandlab/strandlab/manifests"
 )
 
 var s suite.Suite
@@ -46,7 +47,7 @@ func TestPodWaitsForAttachForever(t *testing.T) {
 			if err := workload.CreateNamespace(ctx, c, ns); err != nil {
 				t.Fatal(err)
 			}
-			if err := workload.Create(ctx, c, workload.StatefulSet{Namespace: ns, Name: "db", Replicas: 1, VolumesPerPod: 1, StorageClass: local.StorageClassName}); err != nil {
+			if err := workload.Create(ctx, c, workload.StatefulSet{Namespace: ns, Name: "db", Replicas: 1, VolumesPerPod: 1, StorageClass: manifests.StorageClassName}); err != nil {
 				t.Fatal(err)
 			}
 			pods, err := workload.WatchPods(ctx, c, ns)
@@ -65,14 +66,17 @@ func TestPodWaitsForAttachForever(t *testing.T) {
 					return false, nil
 				}
 				node, err := c.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
-				if err != nil || len(node.Status.VolumesInUse) == 0 {
+				if err != nil {
+					return false, fmt.Errorf("get node %s: %w", pod.Spec.NodeName, err)
+				}
+				if len(node.Status.VolumesInUse) == 0 {
 					return false, nil
 				}
 				volume = node.Status.VolumesInUse[0]
 				return true, nil
 			})
 			if err != nil {
-				t.Fatalf("pod never ContainerCreating with its volume in use: %v", err)
+				t.Fatalf("waiting for db-0 ContainerCreating with its volume in use: %v", err)
 			}
 			// Watch the pod from here until the kubelet's wait for its
 			// volume has timed out (2m3s) and been reported: it must never run.
@@ -118,15 +122,22 @@ func TestPodWaitsForAttachForever(t *testing.T) {
 				pod.Status.ContainerStatuses[0].State.Waiting == nil || pod.Status.ContainerStatuses[0].State.Waiting.Reason != "ContainerCreating" {
 				t.Errorf("pod is no longer Pending in ContainerCreating: %+v", pod)
 			}
-			node, _ := c.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
+			// A failed read would look like "nothing attached": it fails the test.
+			node, err := c.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatalf("get node node-1: %v", err)
+			}
 			if len(node.Status.VolumesAttached) != 0 {
 				t.Errorf("volumesAttached %v without an attach/detach controller", node.Status.VolumesAttached)
 			}
-			vas, _ := c.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+			vas, err := c.StorageV1().VolumeAttachments().List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatalf("list VolumeAttachments: %v", err)
+			}
 			if len(vas.Items) != 0 {
 				t.Errorf("VolumeAttachments exist: %d", len(vas.Items))
 			}
-			if prefix := string(kubeletsim.UniqueVolumeName(local.DefaultCSIDriverName, "")); !strings.HasPrefix(string(volume), prefix) {
+			if prefix := string(kubeletsim.UniqueVolumeName(manifests.CSIDriverName, "")); !strings.HasPrefix(string(volume), prefix) {
 				t.Errorf("volume in use %q is not a unique name of the form %s<handle>", volume, prefix)
 			}
 			return ctx

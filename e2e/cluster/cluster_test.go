@@ -20,7 +20,6 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/kubeletsim"
 	"github.com/strandlab/strandlab/internal/workload"
 )
@@ -81,7 +80,7 @@ func TestControlPlane(t *testing.T) {
 			return ctx
 		}).
 		Assess("kube-controller-manager authenticates as itself, not as an admin", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			dir := s.Provider.Cluster().(*local.Cluster).Dir()
+			dir := s.Provider.Cluster().(cluster.StateDirCluster).StateDir()
 			rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "pki", "kube-controller-manager.kubeconfig"))
 			if err != nil {
 				t.Fatal(err)
@@ -240,8 +239,7 @@ func TestStatefulSetLifecycle(t *testing.T) {
 // A second cluster can run beside the shared one (ports are chosen, not
 // fixed), and stopping it leaves nothing of it behind.
 func TestSecondClusterBesideTheFirst(t *testing.T) {
-	p := &local.Provider{Binaries: s.Binaries}
-	second, err := p.Start(context.Background(), cluster.Spec{Name: "e2e-second", Nodes: 1, OutputDir: t.TempDir()})
+	second, err := s.ClusterProvider.Start(context.Background(), cluster.Spec{Name: "e2e-second", Nodes: 1, OutputDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,11 +250,11 @@ func TestSecondClusterBesideTheFirst(t *testing.T) {
 	if err != nil || len(nodes.Items) != 1 {
 		t.Errorf("second cluster nodes: %v, %v", nodes, err)
 	}
-	dir := second.(*local.Cluster).Dir()
+	dir := second.(cluster.StateDirCluster).StateDir()
 	if err := second.Stop(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if left := second.(*local.Cluster).Running(); len(left) != 0 {
+	if left := second.(cluster.ComponentLister).Running(); len(left) != 0 {
 		t.Errorf("still running after Stop: %v", left)
 	}
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {

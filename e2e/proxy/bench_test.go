@@ -10,7 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/strandlab/strandlab/internal/cluster/local"
+	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/stats"
 )
 
@@ -19,7 +19,7 @@ import (
 // through the proxy (no request faults; the suite's node-event rule does not
 // apply to GETs). Run: go test ./e2e/proxy -run '^$' -bench GetNamespace -benchtime 2000x
 func BenchmarkGetNamespace(b *testing.B) {
-	dir := s.Provider.Cluster().(*local.Cluster).Dir()
+	dir := s.Provider.Cluster().(cluster.StateDirCluster).StateDir()
 	for _, tc := range []struct{ name, kubeconfig string }{
 		{"direct", "kube-controller-manager.kubeconfig"},
 		{"via-proxy", "kube-controller-manager-via-proxy.kubeconfig"},

@@ -24,7 +24,6 @@ import (
 
 	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/workload"
 
 	"github.com/strandlab/strandlab/internal/fault"
@@ -42,7 +41,7 @@ func TestMain(m *testing.M) {
 // viaProxy is a client with the controller manager's own kubeconfig, the
 // one that points at the proxy, speaking protobuf as the controller does.
 func viaProxy(t *testing.T) kubernetes.Interface {
-	dir := s.Provider.Cluster().(*local.Cluster).Dir()
+	dir := s.Provider.Cluster().(cluster.StateDirCluster).StateDir()
 	rc, err := clientcmd.BuildConfigFromFlags("", filepath.Join(dir, "pki", "kube-controller-manager-via-proxy.kubeconfig"))
 	if err != nil {
 		t.Fatal(err)

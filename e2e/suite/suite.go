@@ -4,8 +4,10 @@ package suite
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
 	"testing"
 
 	"sigs.k8s.io/e2e-framework/pkg/env"
@@ -22,24 +24,38 @@ import (
 type Suite struct {
 	Env      env.Environment
 	Provider *e2eprovider.Provider
-	Binaries upstream.Binaries
+	// ClusterProvider started the shared cluster; a test may start more.
+	ClusterProvider cluster.Provider
 }
 
 // Run builds the binaries, creates a local cluster named name from spec
 // before the package's tests and destroys it after them; s is filled in
 // before the tests run. With STRANDLAB_E2E_LOGS set, the components' logs
-// are copied there first (CI artifacts). It returns the exit code.
+// are copied there first (CI artifacts). It returns the exit code. With
+// -short (make unit) it runs nothing and returns 0: the suite needs a cluster.
 func Run(m *testing.M, name string, spec cluster.Spec, s *Suite) int {
 	wd, _ := os.Getwd()
+	// testing.Short reads the -short flag, which m.Run would parse only later.
+	flag.Parse()
+	if testing.Short() {
+		fmt.Printf("e2e/%s: skipped in -short mode (starts a cluster)\n", filepath.Base(wd))
+		return 0
+	}
 	root, err := upstream.RepoRoot(wd)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if s.Binaries, err = upstream.Ensure(context.Background(), root, os.Stderr); err != nil {
+	provider := &local.Provider{RepoRoot: root, Progress: os.Stderr}
+	if err := provider.Available(context.Background()); err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	if err := provider.Prepare(context.Background()); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	s.ClusterProvider = provider
 	if spec.OutputDir == "" {
 		logs, err := os.MkdirTemp("", "strandlab-e2e-logs-")
 		if err != nil {
@@ -50,7 +66,7 @@ func Run(m *testing.M, name string, spec cluster.Spec, s *Suite) int {
 		spec.OutputDir = logs
 	}
 	s.Env = env.NewWithConfig(envconf.New())
-	s.Provider = e2eprovider.New(&local.Provider{Binaries: s.Binaries}, spec)
+	s.Provider = e2eprovider.New(provider, spec)
 	s.Env.Setup(envfuncs.CreateCluster(s.Provider, name))
 	finish := []env.Func{envfuncs.DestroyCluster(name)}
 	if d := os.Getenv("STRANDLAB_E2E_LOGS"); d != "" {

@@ -15,9 +15,10 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
-	"github.com/strandlab/strandlab/internal/cluster/local"
+	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/kubeletsim"
 	"github.com/strandlab/strandlab/internal/workload"
+	"github.com/strandlab/strandlab/manifests"
 )
 
 const ns = "vols"
@@ -70,7 +71,7 @@ func TestAttachPath(t *testing.T) {
 			if err := workload.CreateNamespace(ctx, c, ns); err != nil {
 				t.Fatal(err)
 			}
-			if err := workload.Create(ctx, c, workload.StatefulSet{Namespace: ns, Name: "db", Replicas: 3, VolumesPerPod: 1, StorageClass: local.StorageClassName}); err != nil {
+			if err := workload.Create(ctx, c, workload.StatefulSet{Namespace: ns, Name: "db", Replicas: 3, VolumesPerPod: 1, StorageClass: manifests.StorageClassName}); err != nil {
 				t.Fatal(err)
 			}
 			pods, err := workload.WatchPods(ctx, c, ns)
@@ -96,14 +97,14 @@ func TestAttachPath(t *testing.T) {
 					t.Fatalf("PVC of %s: %v %v", pod.Name, pvc.Status.Phase, err)
 				}
 				pv, err := c.CoreV1().PersistentVolumes().Get(ctx, pvc.Spec.VolumeName, metav1.GetOptions{})
-				if err != nil || pv.Spec.CSI == nil || pv.Annotations["pv.kubernetes.io/provisioned-by"] != local.DefaultCSIDriverName {
+				if err != nil || pv.Spec.CSI == nil || pv.Annotations["pv.kubernetes.io/provisioned-by"] != manifests.CSIDriverName {
 					t.Fatalf("PV %s not provisioned by the CSI provisioner: %+v %v", pvc.Spec.VolumeName, pv.Annotations, err)
 				}
-				va, err := c.StorageV1().VolumeAttachments().Get(ctx, kubeletsim.VolumeAttachmentName(pv.Spec.CSI.VolumeHandle, local.DefaultCSIDriverName, pod.Spec.NodeName), metav1.GetOptions{})
-				if err != nil || !va.Status.Attached || va.Spec.Attacher != local.DefaultCSIDriverName {
+				va, err := c.StorageV1().VolumeAttachments().Get(ctx, kubeletsim.VolumeAttachmentName(pv.Spec.CSI.VolumeHandle, manifests.CSIDriverName, pod.Spec.NodeName), metav1.GetOptions{})
+				if err != nil || !va.Status.Attached || va.Spec.Attacher != manifests.CSIDriverName {
 					t.Fatalf("VolumeAttachment for %s: %+v %v", pod.Name, va, err)
 				}
-				name := kubeletsim.UniqueVolumeName(local.DefaultCSIDriverName, pv.Spec.CSI.VolumeHandle)
+				name := kubeletsim.UniqueVolumeName(manifests.CSIDriverName, pv.Spec.CSI.VolumeHandle)
 				attached := since(pod.Spec.NodeName, name)
 				running := workload.RunningSince(pod)
 				if attached.IsZero() {
@@ -153,7 +154,7 @@ func TestAttachPath(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := s.Provider.Cluster().(*local.Cluster).RestartAPIServer(ctx); err != nil {
+			if err := s.Provider.Cluster().(cluster.APIServerRestarter).RestartAPIServer(ctx); err != nil {
 				t.Fatal(err)
 			}
 			// The lease is renewed every 10 s: a renewal after the restart
@@ -193,7 +194,7 @@ func TestAttachPath(t *testing.T) {
 				ObjectMeta: metav1.ObjectMeta{Name: "after-restart", Namespace: ns},
 				Spec: corev1.PersistentVolumeClaimSpec{
 					AccessModes:      []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce},
-					StorageClassName: ptr(local.StorageClassName),
+					StorageClassName: ptr(manifests.StorageClassName),
 					Resources:        corev1.VolumeResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceStorage: resource.MustParse("1Mi")}},
 				},
 			}

@@ -6,6 +6,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/rest"
@@ -43,6 +44,10 @@ type Spec struct {
 	// Proxy, if set, puts the throttling proxy with this fault profile
 	// between kube-controller-manager and kube-apiserver.
 	Proxy *fault.Profile
+	// ControllerManager is the kube-controller-manager binary to run (the
+	// controller build under test); empty runs the provider's own. Only a
+	// ControllerBuildRunner accepts it.
+	ControllerManager string
 	// ControllerManagerArgs are extra kube-controller-manager flags (a later
 	// flag of the same name wins over the provider's default).
 	ControllerManagerArgs []string
@@ -82,6 +87,36 @@ type Cluster interface {
 	Stop(ctx context.Context) error
 }
 
+// Provider starts clusters of one kind.
+type Provider interface {
+	// Name is what a scenario's cluster.provider says to choose it.
+	Name() string
+	// Available reports, cheaply and before anything starts, what this
+	// machine lacks for the provider to start a cluster (a tool, a daemon,
+	// a kubeconfig); nil when nothing is missing.
+	Available(ctx context.Context) error
+	// Start brings a cluster up from spec, or fails leaving nothing behind.
+	Start(ctx context.Context, spec Spec) (Cluster, error)
+}
+
+// Optional abilities. A provider or a cluster implements those it has; the
+// harness asks with a type assertion and does without the rest, as kind's
+// providers split theirs.
+
+// Preparer is a provider with slow one-time work (building binaries or a
+// node image), done once before the first cluster of a run starts, so that
+// a run fails on it before any cluster exists.
+type Preparer interface {
+	Prepare(ctx context.Context) error
+}
+
+// ControllerBuildRunner is a provider that can run a given
+// kube-controller-manager binary (Spec.ControllerManager) instead of its
+// own: the controller build under test.
+type ControllerBuildRunner interface {
+	RunsControllerBuilds()
+}
+
 // ProxiedCluster is a cluster whose controller manager talks to the API
 // server through the throttling proxy.
 type ProxiedCluster interface {
@@ -93,8 +128,63 @@ type ProxiedCluster interface {
 	ProxyJournal(ctx context.Context, since time.Time) ([]fault.JournalEntry, error)
 }
 
-// Provider starts clusters of one kind.
-type Provider interface {
-	Name() string
-	Start(ctx context.Context, spec Spec) (Cluster, error)
+// StateDirCluster is a cluster with local state: a kept cluster is stopped
+// later from this directory (strandlab down DIR).
+type StateDirCluster interface {
+	StateDir() string
+}
+
+// LogCluster is a cluster whose components' logs are files on this machine.
+type LogCluster interface {
+	// LogDir holds one log file per component.
+	LogDir() string
+}
+
+// APIServerRestarter is a cluster that can restart its API server in place
+// (same port, same storage): a fault clients must survive.
+type APIServerRestarter interface {
+	RestartAPIServer(ctx context.Context) error
+}
+
+// ComponentLister is a cluster that can tell which of its components are
+// still running (empty after Stop): how tests check teardown.
+type ComponentLister interface {
+	Running() []string
+}
+
+// Registry holds the providers a harness can choose from by name. The CLI
+// builds one; there is no global registry.
+type Registry struct {
+	providers map[string]Provider
+	names     []string
+}
+
+// NewRegistry returns a registry of providers (names must be distinct).
+func NewRegistry(providers ...Provider) *Registry {
+	r := &Registry{providers: map[string]Provider{}}
+	for _, p := range providers {
+		if _, dup := r.providers[p.Name()]; dup {
+			panic("cluster: provider " + p.Name() + " registered twice")
+		}
+		r.providers[p.Name()] = p
+		r.names = append(r.names, p.Name())
+	}
+	return r
+}
+
+// Names lists the registered providers in registration order.
+func (r *Registry) Names() []string { return append([]string(nil), r.names...) }
+
+// Lookup returns the provider called name and checks that it is available
+// on this machine: an unknown or unavailable provider is an error naming it
+// and what is missing.
+func (r *Registry) Lookup(ctx context.Context, name string) (Provider, error) {
+	p, ok := r.providers[name]
+	if !ok {
+		return nil, fmt.Errorf("provider %q: unknown (known: %s)", name, strings.Join(r.names, ", "))
+	}
+	if err := p.Available(ctx); err != nil {
+		return nil, fmt.Errorf("provider %q is not available here: %w", name, err)
+	}
+	return p, nil
 }

@@ -212,6 +212,19 @@ func percentilesMS(ds []time.Duration) Percentiles {
 	return Percentiles{P50: ms(stats.Percentile(ds, 50)), P99: ms(stats.Percentile(ds, 99))}
 }
 
+// Read reads a report.json written by Write.
+func Read(path string) (*Report, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w", err)
+	}
+	var r Report
+	if err := json.Unmarshal(data, &r); err != nil {
+		return nil, fmt.Errorf("decode report %s: %w", path, err)
+	}
+	return &r, nil
+}
+
 // Write writes report.json and report.md into dir atomically (a reader never
 // sees a half-written file) and, when latest is not empty, copies both there.
 // When the report has at least one build it also writes the comparison,

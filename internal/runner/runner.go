@@ -21,7 +21,6 @@ import (
 
 	"github.com/strandlab/strandlab/internal/churn"
 	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/kcmbuild"
@@ -29,10 +28,10 @@ import (
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/scenario"
 	"github.com/strandlab/strandlab/internal/timeline"
-	"github.com/strandlab/strandlab/internal/upstream"
 	"github.com/strandlab/strandlab/internal/workload"
 
 	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/manifests"
 )
 
 // Namespace holds the churned workload.
@@ -48,13 +47,17 @@ type Options struct {
 	Keep         bool
 	OutputDir    string // _output
 	RepoRoot     string
+	// Providers are the cluster providers the scenario's cluster.provider
+	// chooses from.
+	Providers *cluster.Registry
 	// Progress receives human progress lines (stderr).
 	Progress io.Writer
 }
 
 // Prepare loads and validates everything a run needs before any cluster
-// starts, so bad input fails fast with nothing left behind.
-func Prepare(opts Options) (*scenario.Scenario, error) {
+// starts — the scenario, its provider (known and available here) and its
+// builds — so bad input fails fast with nothing left behind.
+func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 	sc, err := scenario.Load(opts.ScenarioPath)
 	if err != nil {
 		return nil, err
@@ -77,8 +80,12 @@ func Prepare(opts Options) (*scenario.Scenario, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("scenario %s (with overrides): %w", opts.ScenarioPath, err)
 	}
-	if sc.Cluster.Provider != "local" {
-		return nil, fmt.Errorf("provider %q: not available yet in this version (only local)", sc.Cluster.Provider)
+	provider, err := opts.Providers.Lookup(ctx, sc.Cluster.Provider)
+	if err != nil {
+		return nil, fmt.Errorf("scenario %s: cluster.provider: %w", opts.ScenarioPath, err)
+	}
+	if _, ok := provider.(cluster.ControllerBuildRunner); !ok && !slices.Equal(sc.Builds, []string{kcmbuild.Stock}) {
+		return nil, fmt.Errorf("scenario %s: builds: provider %q runs the cluster's own controller, not builds %v", opts.ScenarioPath, provider.Name(), sc.Builds)
 	}
 	seen := map[string]bool{}
 	for i, b := range sc.Builds {
@@ -111,9 +118,14 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 		return "", fmt.Errorf("write report: %w", err)
 	}
 
-	bins, err := upstream.Ensure(ctx, opts.RepoRoot, opts.Progress)
+	provider, err := opts.Providers.Lookup(ctx, sc.Cluster.Provider)
 	if err != nil {
 		return reportDir, errors.Join(err, save())
+	}
+	if p, ok := provider.(cluster.Preparer); ok {
+		if err := p.Prepare(ctx); err != nil {
+			return reportDir, errors.Join(fmt.Errorf("prepare the %s provider: %w", provider.Name(), err), save())
+		}
 	}
 	// Every build's controller is built (or found cached) before the first
 	// cluster starts: a patch that does not apply fails the run up front.
@@ -129,11 +141,7 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 	var runErr error
 	for i, build := range sc.Builds {
 		last := i == len(sc.Builds)-1
-		buildBins := bins
-		buildBins.KubeControllerManager = controllers[build].Binary
-		provider := &local.Provider{Binaries: buildBins}
-		prov := controllers[build].Provenance
-		b, err := runBuild(ctx, opts, sc, provider, build, prov, filepath.Join(reportDir, build), rep, save, opts.Keep && last)
+		b, err := runBuild(ctx, opts, sc, provider, build, controllers[build], filepath.Join(reportDir, build), rep, save, opts.Keep && last)
 		if b != nil {
 			rep.Builds = append(rep.Builds, *b)
 		}
@@ -153,14 +161,14 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 	return reportDir, runErr
 }
 
-func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider cluster.Provider, build string, prov provenance.ControllerBuild, outDir string,
+func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider cluster.Provider, build string, controller kcmbuild.Result, outDir string,
 	rep *report.Report, save func() error, keep bool) (*report.Build, error) {
 	fmt.Fprintf(opts.Progress, ">> build %s: starting a %d-node %s cluster\n", build, sc.Cluster.Nodes, provider.Name())
 	c, err := provider.Start(ctx, cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep,
 		CSIDriverName: sc.Cluster.CSIDriver, NodeStatusUpdateFrequency: sc.Cluster.NodeStatusUpdateFrequency.Duration,
 		NodeStatusReportFrequency: sc.Cluster.NodeStatusReportFrequency.Duration,
-		FailedMountOnTimeout:      sc.Cluster.FailedMountOnTimeout,
-		Pinning:                   pinningConfig(sc), Proxy: proxyProfile(sc)})
+		FailedMountOnTimeout:      sc.Cluster.FailedMountOnTimeout, ControllerManager: controller.Binary,
+		Pinning: pinningConfig(sc), Proxy: proxyProfile(sc)})
 	if err != nil {
 		return nil, fmt.Errorf("build %s: start cluster: %w", build, err)
 	}
@@ -242,7 +250,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		Concurrency: sc.Churn.Concurrency, Interval: sc.Churn.Interval.Duration,
 		Explain: func(cy cycle.Cycle) []timeline.Entry { return strands.Explain(ctx, cy) },
 		OnProgress: func(done cycle.Result) {
-			partial := report.BuildFromCycles(build, prov, done, strands.SafetyViolations())
+			partial := report.BuildFromCycles(build, controller.Provenance, done, strands.SafetyViolations())
 			rep.Builds = append(rep.Builds, partial)
 			if err := save(); err != nil {
 				klog.ErrorS(err, "Writing the partial report failed")
@@ -250,7 +258,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 			rep.Builds = rep.Builds[:len(rep.Builds)-1]
 		},
 	})
-	b := report.BuildFromCycles(build, prov, res, strands.SafetyViolations())
+	b := report.BuildFromCycles(build, controller.Provenance, res, strands.SafetyViolations())
 	if band, ok := sc.BandFor(build); ok && !res.Interrupted {
 		unmet := band.Check(outcomeOf(b, res))
 		b.Expectation = &report.Expectation{Met: len(unmet) == 0, Unmet: unmet}
@@ -291,7 +299,7 @@ func createWorkload(ctx context.Context, client kubernetes.Interface, sc *scenar
 	var targets []churn.Target
 	for _, s := range sc.Workload.StatefulSets {
 		if err := workload.Create(ctx, client, workload.StatefulSet{Namespace: Namespace, Name: s.Name, Replicas: s.Replicas,
-			VolumesPerPod: s.VolumesPerPod, StorageClass: local.StorageClassName, NoService: s.Service != nil && !*s.Service}); err != nil {
+			VolumesPerPod: s.VolumesPerPod, StorageClass: manifests.StorageClassName, NoService: s.Service != nil && !*s.Service}); err != nil {
 			return nil, err
 		}
 		if len(sc.Churn.StatefulSets) > 0 && !slices.Contains(sc.Churn.StatefulSets, s.Name) {
@@ -306,8 +314,8 @@ func createWorkload(ctx context.Context, client kubernetes.Interface, sc *scenar
 
 func printKept(w io.Writer, c cluster.Cluster) {
 	fmt.Fprintf(w, ">> cluster kept running (KEEP=1)\n   kubeconfig: %s\n", c.Kubeconfig())
-	if d, ok := c.(interface{ Dir() string }); ok {
-		fmt.Fprintf(w, "   stop it with: go run ./tools/strandlab down %s\n", d.Dir())
+	if d, ok := c.(cluster.StateDirCluster); ok {
+		fmt.Fprintf(w, "   stop it with: go run ./tools/strandlab down %s\n", d.StateDir())
 	}
 	fmt.Fprintf(w, "   e.g. kubectl --kubeconfig %s get nodes,pods -A\n", c.Kubeconfig())
 }

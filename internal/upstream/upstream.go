@@ -74,6 +74,24 @@ func Ensure(ctx context.Context, repoRoot string, progress io.Writer) (Binaries,
 	return b, nil
 }
 
+// Check reports the first binary that is missing or not executable.
+func (b Binaries) Check() error {
+	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.CSIAttacher, b.CSIProvisioner,
+		b.KubeletSim, b.CSIDriver, b.PinExtender, b.APIProxy} {
+		if err := executable(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func executable(path string) error {
+	if st, err := os.Stat(path); err != nil || st.Mode()&0o111 == 0 {
+		return fmt.Errorf("binary %s missing or not executable (run make binaries)", path)
+	}
+	return nil
+}
+
 // FromDir reads a directory written by tools/upstream/build.sh.
 func FromDir(dir string) (Binaries, error) {
 	b := Binaries{
@@ -91,8 +109,8 @@ func FromDir(dir string) (Binaries, error) {
 		Versions:              map[string]string{},
 	}
 	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.CSIAttacher, b.CSIProvisioner} {
-		if st, err := os.Stat(p); err != nil || st.Mode()&0o111 == 0 {
-			return Binaries{}, fmt.Errorf("binary %s missing or not executable (run make binaries)", p)
+		if err := executable(p); err != nil {
+			return Binaries{}, err
 		}
 	}
 	f, err := os.Open(filepath.Join(dir, "versions.txt"))

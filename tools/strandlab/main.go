@@ -5,10 +5,10 @@
 package main
 
 import (
-	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -18,6 +18,7 @@ import (
 	"github.com/spf13/cobra"
 	"k8s.io/klog/v2"
 
+	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/runner"
@@ -44,25 +45,43 @@ func execute() int {
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
-	code := 0
-	root.AddCommand(runCommand(&code), downCommand(), validateCommand(), kcmCommand())
-	if err := root.Execute(); err != nil {
+	root.AddCommand(runCommand(), downCommand(), validateCommand(), kcmCommand())
+	err := root.Execute()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "strandlab:", err)
-		klog.Flush()
-		if code != 0 {
-			return code
-		}
-		return 1
 	}
 	klog.Flush()
-	return code
+	return exitCode(err)
+}
+
+// exitError is an error that exits with its own status instead of 1.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+
+// exitCode maps a command's error to the exit status: 0 without one, an
+// exitError's own status, and 1 for any other error (the harness failed).
+func exitCode(err error) int {
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	default:
+		return 1
+	}
 }
 
 // exitUnmet is returned by `run --check` when a build's outcome is outside
 // its scenario's expected band.
 const exitUnmet = 3
 
-func runCommand(code *int) *cobra.Command {
+func runCommand() *cobra.Command {
 	var (
 		opts      runner.Options
 		scenarios []string
@@ -82,7 +101,7 @@ starts. The reports' paths are printed last, one per line.
 Exit status: 0 when the runs completed (whatever they measured), 130 when
 interrupted (a partial report is written), 3 with --check when a build's
 outcome is outside the scenario's expect band, 1 when the harness itself
-failed.`,
+failed (a report.json that cannot be read back included).`,
 		Example: `  strandlab run --scenario scenarios/seed-122413.yaml
   strandlab run --scenario scenarios/seed-122413.yaml,scenarios/control.yaml --builds stock
   strandlab run --scenario scenarios/soak.yaml --cycles 5000 --seed 7`,
@@ -108,12 +127,13 @@ failed.`,
 				opts.OutputDir = filepath.Join(opts.RepoRoot, opts.OutputDir)
 			}
 			opts.Progress = os.Stderr
+			opts.Providers = providers(opts.RepoRoot, os.Stderr)
 			// All scenarios are checked before the first cluster starts.
 			prepared := make([]*scenario.Scenario, len(scenarios))
 			for i, path := range scenarios {
 				o := opts
 				o.ScenarioPath = path
-				if prepared[i], err = runner.Prepare(o); err != nil {
+				if prepared[i], err = runner.Prepare(cmd.Context(), o); err != nil {
 					return err
 				}
 			}
@@ -125,7 +145,6 @@ failed.`,
 					fmt.Println(filepath.Join(d, "report.json"))
 				}
 			}()
-			var unmet []string
 			for i, sc := range prepared {
 				o := opts
 				o.ScenarioPath = scenarios[i]
@@ -136,27 +155,22 @@ failed.`,
 				dir, err := runner.Run(ctx, o, sc)
 				if dir != "" {
 					dirs = append(dirs, dir)
-					if data, rerr := os.ReadFile(filepath.Join(dir, "report.md")); rerr == nil {
-						fmt.Fprintf(os.Stderr, "\n%s\n%s", sc.Name, tableOf(string(data)))
+					if rep, rerr := report.Read(filepath.Join(dir, "report.json")); rerr == nil {
+						fmt.Fprintf(os.Stderr, "\n%s\n%s", sc.Name, report.Table(rep))
 					}
-					unmet = append(unmet, expectationsUnmet(filepath.Join(dir, "report.json"))...)
 				}
 				if ctx.Err() != nil && err == nil {
-					*code = exitInterrupted
-					return errors.New("interrupted; partial report written")
+					return &exitError{exitInterrupted, errors.New("interrupted; partial report written")}
 				}
 				if err != nil {
 					return err
 				}
 			}
-			for _, u := range unmet {
-				fmt.Fprintln(os.Stderr, "expectation not met:", u)
+			reports := make([]string, len(dirs))
+			for i, d := range dirs {
+				reports[i] = filepath.Join(d, "report.json")
 			}
-			if check && len(unmet) > 0 {
-				*code = exitUnmet
-				return fmt.Errorf("%d expectation(s) not met (--check)", len(unmet))
-			}
-			return nil
+			return checkReports(reports, check, os.Stderr)
 		},
 	}
 	f := cmd.Flags()
@@ -171,16 +185,36 @@ failed.`,
 	return cmd
 }
 
+// checkReports reads the reports a run wrote and prints every unmet
+// expectation to w; with check, any unmet one is an error exiting exitUnmet.
+// A report that cannot be read or decoded is a harness failure (exit 1),
+// with or without check: the run's outcome is then unknown, not met.
+func checkReports(reports []string, check bool, w io.Writer) error {
+	var unmet []string
+	var errs []error
+	for _, path := range reports {
+		u, err := expectationsUnmet(path)
+		unmet = append(unmet, u...)
+		errs = append(errs, err)
+	}
+	for _, u := range unmet {
+		fmt.Fprintln(w, "expectation not met:", u)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if check && len(unmet) > 0 {
+		return &exitError{exitUnmet, fmt.Errorf("%d expectation(s) not met (--check)", len(unmet))}
+	}
+	return nil
+}
+
 // expectationsUnmet lists, from a written report, each build's unmet
 // expectations as "scenario/build: what".
-func expectationsUnmet(reportJSON string) []string {
-	data, err := os.ReadFile(reportJSON)
+func expectationsUnmet(reportJSON string) ([]string, error) {
+	r, err := report.Read(reportJSON)
 	if err != nil {
-		return nil
-	}
-	var r report.Report
-	if err := json.Unmarshal(data, &r); err != nil {
-		return nil
+		return nil, fmt.Errorf("cannot check the run's outcome: %w", err)
 	}
 	var out []string
 	for _, b := range r.Builds {
@@ -191,25 +225,12 @@ func expectationsUnmet(reportJSON string) []string {
 			out = append(out, fmt.Sprintf("%s/%s: %s", r.Scenario, b.Name, u))
 		}
 	}
-	return out
+	return out, nil
 }
 
-// tableOf extracts the builds table from a report's Markdown.
-func tableOf(md string) string {
-	var out strings.Builder
-	in := false
-	for _, line := range strings.Split(md, "\n") {
-		if strings.HasPrefix(line, "| build ") {
-			in = true
-		}
-		if in {
-			if !strings.HasPrefix(line, "|") {
-				break
-			}
-			out.WriteString(line + "\n")
-		}
-	}
-	return out.String()
+// providers are the cluster providers strandlab can run on.
+func providers(repoRoot string, progress io.Writer) *cluster.Registry {
+	return cluster.NewRegistry(&local.Provider{RepoRoot: repoRoot, Progress: progress})
 }
 
 func downCommand() *cobra.Command {

@@ -22,12 +22,6 @@ import (
 	"github.com/strandlab/strandlab/manifests"
 )
 
-// DefaultCSIDriverName is the CSI driver name when the spec names none.
-const DefaultCSIDriverName = "hostpath.csi.k8s.io"
-
-// StorageClassName is the StorageClass of strandlab's CSI driver.
-const StorageClassName = "strandlab-hostpath"
-
 // csiLayout is where one cluster's CSI sockets and state live.
 type csiLayout struct {
 	dir            string // <state>/csi
@@ -114,11 +108,22 @@ func socketReady(path string) func(context.Context) error {
 	}
 }
 
-// startCSI starts the driver's controller instance, one node instance per
-// node, and the real csi-attacher and csi-provisioner sidecars. It returns
-// the readiness checks of everything it started.
-func (p *Provider) startCSI(c *Cluster, l csiLayout, driver string, cfg *clusterPKI, logDir string, ports []int) ([]readiness, error) {
-	b := p.Binaries
+// startCSI records the API server's version, creates the cluster-wide
+// objects (RBAC, CSIDriver, StorageClass), and starts the driver's
+// controller instance, one node instance per node, and the real
+// csi-attacher and csi-provisioner sidecars. It returns the readiness
+// checks of everything it started.
+func (st *starting) startCSI(ctx context.Context) ([]readiness, error) {
+	c, l, driver, cfg, logDir := st.c, st.csi, st.driver, st.cfg, st.c.logDir
+	v, err := st.admin.Discovery().ServerVersion()
+	if err != nil {
+		return nil, err
+	}
+	c.version = v.GitVersion
+	if err := applyObjects(ctx, st.admin, driver); err != nil {
+		return nil, err
+	}
+	b := st.bins
 	if err := os.MkdirAll(l.stateDir, 0o755); err != nil {
 		return nil, err
 	}
@@ -146,7 +151,7 @@ func (p *Provider) startCSI(c *Cluster, l csiLayout, driver string, cfg *cluster
 			return nil, err
 		}
 	}
-	attacherPort, provisionerPort := ports[0], ports[1]
+	attacherPort, provisionerPort := st.ports.attacherMetrics, st.ports.provisionerMetrics
 	if err := start(process.Spec{Name: "csi-attacher", Path: b.CSIAttacher, LogFile: filepath.Join(logDir, "csi-attacher.log"), Args: []string{
 		"--csi-address=" + l.controllerSock,
 		"--kubeconfig=" + cfg.csiAttacher,

@@ -13,6 +13,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -29,26 +30,79 @@ import (
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/process"
 	"github.com/strandlab/strandlab/internal/upstream"
+	"github.com/strandlab/strandlab/manifests"
 
 	"github.com/strandlab/strandlab/internal/provenance"
 )
 
-// Provider starts local clusters from a set of binaries.
+// Provider starts local clusters. Its binaries are built from the pinned
+// modules under RepoRoot by Prepare (cached), or preset in Binaries.
 type Provider struct {
+	// RepoRoot is the strandlab checkout whose tools/upstream pins the
+	// binaries; Prepare builds them from it.
+	RepoRoot string
+	// Progress receives build progress lines (may be nil).
+	Progress io.Writer
+	// Binaries are set by Prepare, or preset by a caller that built them.
 	Binaries upstream.Binaries
 	// StartTimeout bounds the whole start; components that are not healthy by
 	// then fail the start with their log tails.
 	StartTimeout time.Duration
 }
 
-var _ cluster.Provider = (*Provider)(nil)
+var (
+	_ cluster.Provider              = (*Provider)(nil)
+	_ cluster.Preparer              = (*Provider)(nil)
+	_ cluster.ControllerBuildRunner = (*Provider)(nil)
+	_ cluster.ProxiedCluster        = (*Cluster)(nil)
+	_ cluster.StateDirCluster       = (*Cluster)(nil)
+	_ cluster.LogCluster            = (*Cluster)(nil)
+	_ cluster.APIServerRestarter    = (*Cluster)(nil)
+	_ cluster.ComponentLister       = (*Cluster)(nil)
+)
 
 func (p *Provider) Name() string { return "local" }
+
+// RunsControllerBuilds: Spec.ControllerManager replaces the stock binary.
+func (p *Provider) RunsControllerBuilds() {}
+
+// Available checks what Prepare and Start need: the preset binaries, or
+// the go command and the pinning modules to build them from.
+func (p *Provider) Available(ctx context.Context) error {
+	if p.Binaries.Dir != "" {
+		return p.Binaries.Check()
+	}
+	if _, err := exec.LookPath("go"); err != nil {
+		return fmt.Errorf("the go command is needed to build the pinned binaries: %w", err)
+	}
+	if _, err := os.Stat(filepath.Join(p.RepoRoot, "tools", "upstream", "build.sh")); err != nil {
+		return fmt.Errorf("no tools/upstream/build.sh under %q to build the pinned binaries from: %w", p.RepoRoot, err)
+	}
+	return nil
+}
+
+// Prepare builds the pinned binaries (or finds them cached).
+func (p *Provider) Prepare(ctx context.Context) error {
+	if p.Binaries.Dir != "" {
+		return nil
+	}
+	progress := p.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	b, err := upstream.Ensure(ctx, p.RepoRoot, progress)
+	if err != nil {
+		return err
+	}
+	p.Binaries = b
+	return nil
+}
 
 // Cluster is a running local cluster.
 type Cluster struct {
 	name       string
 	dir        string // state: PKI, etcd data, kubeconfigs; removed on Stop
+	logDir     string
 	kubeconfig string
 	restConfig *rest.Config
 	nodes      []string
@@ -71,13 +125,62 @@ const (
 	dirPrefix = "strandlab-"
 )
 
-// Start brings a cluster up: certificates, etcd, API server, then controller
-// manager, scheduler and kubelets in parallel. It returns once the control
-// plane is healthy and every node is Ready. On any failure everything
-// started so far is stopped and removed.
+// portSet are the 127.0.0.1 ports of one cluster, by what listens there.
+type portSet struct {
+	etcdClient, etcdPeer                int
+	apiServer                           int
+	controllerManager, scheduler        int
+	attacherMetrics, provisionerMetrics int
+	extender                            int
+	proxy, proxyAdmin                   int
+}
+
+func reservePorts() (portSet, error) {
+	p, err := freePorts(10)
+	if err != nil {
+		return portSet{}, err
+	}
+	return portSet{etcdClient: p[0], etcdPeer: p[1], apiServer: p[2], controllerManager: p[3], scheduler: p[4],
+		attacherMetrics: p[5], provisionerMetrics: p[6], extender: p[7], proxy: p[8], proxyAdmin: p[9]}, nil
+}
+
+// starting is one start in progress: the provider, the spec, the cluster
+// being built and what the steps hand each other.
+type starting struct {
+	p      *Provider
+	spec   cluster.Spec
+	c      *Cluster
+	bins   upstream.Binaries
+	ports  portSet
+	cfg    *clusterPKI
+	csi    csiLayout
+	driver string
+	admin  kubernetes.Interface
+	// kcmKubeconfig is where kube-controller-manager connects: the API
+	// server, or the proxy in front of it.
+	kcmKubeconfig string
+}
+
+// step is one named part of a start: it launches its components and
+// returns how to tell they are ready (nil: ready when launched).
+type step struct {
+	name  string
+	start func(ctx context.Context) ([]readiness, error)
+}
+
+// Start brings a cluster up in phases of named steps — pki; etcd;
+// kube-apiserver; csi and the proxy; kube-controller-manager, the
+// scheduler (with the extender) and the kubelets — starting the steps of a
+// phase together and waiting for all of their readiness checks before the
+// next phase. It returns once the control plane is healthy and every node
+// is Ready. On any failure everything started so far is stopped and
+// removed, and the error names the step.
 func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Cluster, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
+	}
+	if p.Binaries.Dir == "" {
+		return nil, errors.New("local provider: no binaries (call Prepare first)")
 	}
 	SweepStale()
 	timeout := p.StartTimeout
@@ -93,7 +196,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	if err != nil {
 		return nil, err
 	}
-	c := &Cluster{name: spec.Name, dir: dir, keep: spec.Keep,
+	c := &Cluster{name: spec.Name, dir: dir, keep: spec.Keep, logDir: filepath.Join(spec.OutputDir, "logs"),
 		procs: &process.Group{Keep: spec.Keep, PIDFile: filepath.Join(dir, pidFile)}}
 	defer func() {
 		if err != nil {
@@ -114,48 +217,99 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	for i := 1; i <= spec.Nodes; i++ {
 		c.nodes = append(c.nodes, fmt.Sprintf("node-%d", i))
 	}
+	st := &starting{p: p, spec: spec, c: c, bins: p.Binaries, csi: newCSILayout(dir), driver: spec.CSIDriverName}
+	if spec.ControllerManager != "" {
+		st.bins.KubeControllerManager = spec.ControllerManager
+	}
+	if st.driver == "" {
+		st.driver = manifests.CSIDriverName
+	}
+	if st.ports, err = reservePorts(); err != nil {
+		return nil, err
+	}
 
-	ports, err := freePorts(10)
+	begin := time.Now()
+	phases := [][]step{
+		{{"pki", st.startPKI}},
+		{{"etcd", st.startEtcd}},
+		{{"kube-apiserver", st.startAPIServer}},
+		{{"csi", st.startCSI}, {"apiproxy", st.startProxy}},
+		{{"kube-controller-manager", st.startControllerManager}, {"kube-scheduler", st.startScheduler}, {"kubelets", st.startKubelets}},
+	}
+	for _, phase := range phases {
+		if err := runPhase(ctx, phase); err != nil {
+			return nil, err
+		}
+	}
+	c.started = time.Since(begin)
+	for _, comp := range st.bins.Components(ctx) {
+		if comp.Name == "pin-extender" && spec.Pinning == nil || comp.Name == "apiproxy" && spec.Proxy == nil {
+			continue // not run
+		}
+		c.components = append(c.components, comp)
+	}
+	klog.V(1).InfoS("Local cluster ready", "name", spec.Name, "nodes", len(c.nodes), "startSeconds", c.started.Seconds(), "dir", dir)
+	return c, nil
+}
+
+// runPhase starts a phase's steps in order, then waits for all of their
+// readiness checks together; errors carry the step's name.
+func runPhase(ctx context.Context, phase []step) error {
+	type check struct {
+		step string
+		readiness
+	}
+	var checks []check
+	for _, s := range phase {
+		rs, err := s.start(ctx)
+		if err != nil {
+			return fmt.Errorf("start %s: %w", s.name, err)
+		}
+		for _, r := range rs {
+			checks = append(checks, check{s.name, r})
+		}
+	}
+	errs := make([]error, len(checks))
+	var wg sync.WaitGroup
+	for i, chk := range checks {
+		wg.Go(func() {
+			if err := chk.proc.WaitReady(ctx, 100*time.Millisecond, chk.check); err != nil {
+				errs[i] = fmt.Errorf("start %s: %w", chk.step, err)
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// startPKI issues every component's credentials and the admin client.
+func (st *starting) startPKI(context.Context) ([]readiness, error) {
+	c := st.c
+	cfg, err := writePKI(c.dir, fmt.Sprintf("https://127.0.0.1:%d", st.ports.apiServer), c.nodes)
 	if err != nil {
 		return nil, err
 	}
-	etcdClient, etcdPeer, apiPort, kcmPort, schedPort := ports[0], ports[1], ports[2], ports[3], ports[4]
-	driver := spec.CSIDriverName
-	if driver == "" {
-		driver = DefaultCSIDriverName
-	}
-	csi := newCSILayout(dir)
-	server := fmt.Sprintf("https://127.0.0.1:%d", apiPort)
-
-	cfg, err := writePKI(dir, server, c.nodes)
-	if err != nil {
-		return nil, fmt.Errorf("certificates: %w", err)
-	}
-	c.kubeconfig = cfg.admin
-	c.restConfig, err = clientcmd.BuildConfigFromFlags("", cfg.admin)
-	if err != nil {
+	st.cfg, st.kcmKubeconfig, c.kubeconfig = cfg, cfg.controllerManager, cfg.admin
+	if c.restConfig, err = clientcmd.BuildConfigFromFlags("", cfg.admin); err != nil {
 		return nil, err
 	}
 	// The harness's own clients must not be slowed by client-go's default
 	// 5 QPS (it would distort timings); the components keep their defaults.
 	c.restConfig.QPS, c.restConfig.Burst = 200, 400
-	admin, err := kubernetes.NewForConfig(c.restConfig)
-	if err != nil {
-		return nil, err
-	}
+	st.admin, err = kubernetes.NewForConfig(c.restConfig)
+	return nil, err
+}
 
-	logDir := filepath.Join(spec.OutputDir, "logs")
-	b := p.Binaries
-	begin := time.Now()
-
-	etcd, err := c.procs.Start(process.Spec{Name: "etcd", Path: b.Etcd, LogFile: filepath.Join(logDir, "etcd.log"), Args: []string{
+func (st *starting) startEtcd(context.Context) ([]readiness, error) {
+	pt := st.ports
+	etcd, err := st.c.procs.Start(process.Spec{Name: "etcd", Path: st.bins.Etcd, LogFile: filepath.Join(st.c.logDir, "etcd.log"), Args: []string{
 		"--name=default",
-		"--data-dir=" + filepath.Join(dir, "etcd"),
-		fmt.Sprintf("--listen-client-urls=http://127.0.0.1:%d", etcdClient),
-		fmt.Sprintf("--advertise-client-urls=http://127.0.0.1:%d", etcdClient),
-		fmt.Sprintf("--listen-peer-urls=http://127.0.0.1:%d", etcdPeer),
-		fmt.Sprintf("--initial-advertise-peer-urls=http://127.0.0.1:%d", etcdPeer),
-		fmt.Sprintf("--initial-cluster=default=http://127.0.0.1:%d", etcdPeer),
+		"--data-dir=" + filepath.Join(st.c.dir, "etcd"),
+		fmt.Sprintf("--listen-client-urls=http://127.0.0.1:%d", pt.etcdClient),
+		fmt.Sprintf("--advertise-client-urls=http://127.0.0.1:%d", pt.etcdClient),
+		fmt.Sprintf("--listen-peer-urls=http://127.0.0.1:%d", pt.etcdPeer),
+		fmt.Sprintf("--initial-advertise-peer-urls=http://127.0.0.1:%d", pt.etcdPeer),
+		fmt.Sprintf("--initial-cluster=default=http://127.0.0.1:%d", pt.etcdPeer),
 		// A throwaway test store: durability buys nothing and fsync costs
 		// seconds per cycle on a slow disk.
 		"--unsafe-no-fsync",
@@ -164,15 +318,18 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	if err != nil {
 		return nil, err
 	}
-	if err := etcd.WaitReady(ctx, 100*time.Millisecond, httpGetOK(fmt.Sprintf("http://127.0.0.1:%d/health", etcdClient), nil)); err != nil {
-		return nil, err
-	}
+	return []readiness{{etcd, httpGetOK(fmt.Sprintf("http://127.0.0.1:%d/health", pt.etcdClient), nil)}}, nil
+}
 
-	apiserver, err := c.procs.Start(process.Spec{Name: "kube-apiserver", Path: b.KubeAPIServer, LogFile: filepath.Join(logDir, "kube-apiserver.log"), Args: []string{
-		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", etcdClient),
+// startAPIServer starts kube-apiserver; once it is ready (the phase waits)
+// startCSI records its version and creates the cluster-wide objects.
+func (st *starting) startAPIServer(context.Context) ([]readiness, error) {
+	c, cfg := st.c, st.cfg
+	apiserver, err := c.procs.Start(process.Spec{Name: "kube-apiserver", Path: st.bins.KubeAPIServer, LogFile: filepath.Join(c.logDir, "kube-apiserver.log"), Args: []string{
+		fmt.Sprintf("--etcd-servers=http://127.0.0.1:%d", st.ports.etcdClient),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", apiPort),
+		fmt.Sprintf("--secure-port=%d", st.ports.apiServer),
 		"--tls-cert-file=" + cfg.servingCert,
 		"--tls-private-key-file=" + cfg.servingKey,
 		"--client-ca-file=" + cfg.caFile,
@@ -187,47 +344,27 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		// validation rejects; nothing in a simulated cluster dials it.
 		"--endpoint-reconciler-type=none",
 		"--profiling=false",
-		"--cert-dir=" + filepath.Join(dir, "apiserver-certs"),
+		"--cert-dir=" + filepath.Join(c.dir, "apiserver-certs"),
 	}})
 	if err != nil {
 		return nil, err
 	}
-	if err := apiserver.WaitReady(ctx, 200*time.Millisecond, func(ctx context.Context) error {
-		return admin.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
-	}); err != nil {
-		return nil, err
-	}
-	v, err := admin.Discovery().ServerVersion()
-	if err != nil {
-		return nil, err
-	}
-	c.version = v.GitVersion
-	if err := applyObjects(ctx, admin, driver); err != nil {
-		return nil, err
-	}
-	csiChecks, err := p.startCSI(c, csi, driver, cfg, logDir, ports[5:7])
-	if err != nil {
-		return nil, err
-	}
+	return []readiness{{apiserver, st.apiServerReady}}, nil
+}
 
-	kcmKubeconfig := cfg.controllerManager
-	if spec.Proxy != nil {
-		ready, kubeconfig, err := p.startProxy(c, spec.Proxy, cfg, server, logDir, ports[8], ports[9])
-		if err != nil {
-			return nil, err
-		}
-		if err := ready.proc.WaitReady(ctx, 100*time.Millisecond, ready.check); err != nil {
-			return nil, err
-		}
-		kcmKubeconfig = kubeconfig
-	}
-	kcmArgs := append([]string{
-		"--kubeconfig=" + kcmKubeconfig,
+func (st *starting) apiServerReady(ctx context.Context) error {
+	return st.admin.Discovery().RESTClient().Get().AbsPath("/readyz").Do(ctx).Error()
+}
+
+func (st *starting) startControllerManager(context.Context) ([]readiness, error) {
+	c, cfg := st.c, st.cfg
+	args := append([]string{
+		"--kubeconfig=" + st.kcmKubeconfig,
 		"--authentication-kubeconfig=" + cfg.controllerManager,
 		"--authorization-kubeconfig=" + cfg.controllerManager,
 		"--bind-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", kcmPort),
-		"--cert-dir=" + filepath.Join(dir, "kcm-certs"),
+		fmt.Sprintf("--secure-port=%d", st.ports.controllerManager),
+		"--cert-dir=" + filepath.Join(c.dir, "kcm-certs"),
 		// Each controller acts as its own service account (attachdetach-controller,
 		// statefulset-controller, ...), as in kubeadm clusters; the manager itself
 		// authenticates with its client certificate as system:kube-controller-manager.
@@ -238,81 +375,72 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		"--cluster-signing-key-file=" + cfg.caKey,
 		"--leader-elect=false",
 		"--controllers=*",
-	}, spec.ControllerManagerArgs...)
-	kcm, err := c.procs.Start(process.Spec{Name: "kube-controller-manager", Path: b.KubeControllerManager, LogFile: filepath.Join(logDir, "kube-controller-manager.log"), Args: kcmArgs})
+	}, st.spec.ControllerManagerArgs...)
+	kcm, err := c.procs.Start(process.Spec{Name: "kube-controller-manager", Path: st.bins.KubeControllerManager, LogFile: filepath.Join(c.logDir, "kube-controller-manager.log"), Args: args})
 	if err != nil {
 		return nil, err
 	}
-	schedArgs := []string{
+	return []readiness{{kcm, httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", st.ports.controllerManager), selfSigned)}}, nil
+}
+
+// selfSigned skips verification of kube-controller-manager's and
+// kube-scheduler's self-signed serving certificates, for health checks only.
+var selfSigned = &tls.Config{InsecureSkipVerify: true}
+
+// startScheduler starts kube-scheduler, calling the pinning extender (started
+// here too) when the spec asks for pinning.
+func (st *starting) startScheduler(context.Context) ([]readiness, error) {
+	c, cfg := st.c, st.cfg
+	args := []string{
 		"--authentication-kubeconfig=" + cfg.scheduler,
 		"--authorization-kubeconfig=" + cfg.scheduler,
 		"--bind-address=127.0.0.1",
-		fmt.Sprintf("--secure-port=%d", schedPort),
-		"--cert-dir=" + filepath.Join(dir, "scheduler-certs"),
+		fmt.Sprintf("--secure-port=%d", st.ports.scheduler),
+		"--cert-dir=" + filepath.Join(c.dir, "scheduler-certs"),
 	}
-	if spec.Pinning != nil {
-		extReady, configArgs, err := p.startExtender(c, spec.Pinning, cfg, logDir, ports[7])
+	var checks []readiness
+	if st.spec.Pinning != nil {
+		ext, configArgs, err := st.startExtender()
 		if err != nil {
 			return nil, err
 		}
-		csiChecks = append(csiChecks, extReady)
-		schedArgs = append(schedArgs, configArgs...)
+		checks = append(checks, ext)
+		args = append(args, configArgs...)
 	} else {
-		schedArgs = append(schedArgs, "--kubeconfig="+cfg.scheduler, "--leader-elect=false")
+		args = append(args, "--kubeconfig="+cfg.scheduler, "--leader-elect=false")
 	}
-	sched, err := c.procs.Start(process.Spec{Name: "kube-scheduler", Path: b.KubeScheduler, LogFile: filepath.Join(logDir, "kube-scheduler.log"), Args: schedArgs})
+	sched, err := c.procs.Start(process.Spec{Name: "kube-scheduler", Path: st.bins.KubeScheduler, LogFile: filepath.Join(c.logDir, "kube-scheduler.log"), Args: args})
 	if err != nil {
 		return nil, err
 	}
-	simArgs := []string{"--kubelet-version=" + c.version, "--csi-driver-name=" + driver, "--csi-socket-dir=" + csi.dir}
+	return append(checks, readiness{sched, httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", st.ports.scheduler), selfSigned)}), nil
+}
+
+// startKubelets starts kubelet-sim, one process simulating every node; it
+// is ready when every node is Ready.
+func (st *starting) startKubelets(context.Context) ([]readiness, error) {
+	c, spec := st.c, st.spec
+	args := []string{"--kubelet-version=" + c.version, "--csi-driver-name=" + st.driver, "--csi-socket-dir=" + st.csi.dir}
 	if spec.NodeStatusUpdateFrequency > 0 {
-		simArgs = append(simArgs, "--node-status-update-frequency="+spec.NodeStatusUpdateFrequency.String())
+		args = append(args, "--node-status-update-frequency="+spec.NodeStatusUpdateFrequency.String())
 	}
 	if spec.NodeStatusReportFrequency > 0 {
-		simArgs = append(simArgs, "--node-status-report-frequency="+spec.NodeStatusReportFrequency.String())
+		args = append(args, "--node-status-report-frequency="+spec.NodeStatusReportFrequency.String())
 	}
 	if spec.FailedMountOnTimeout {
-		simArgs = append(simArgs, "--failed-mount-on-timeout")
+		args = append(args, "--failed-mount-on-timeout")
 	}
 	for _, n := range c.nodes {
-		simArgs = append(simArgs, "--node="+n+"="+cfg.nodes[n])
+		args = append(args, "--node="+n+"="+st.cfg.nodes[n])
 	}
 	if klog.V(4).Enabled() {
-		simArgs = append(simArgs, "-v=4")
+		args = append(args, "-v=4")
 	}
-	kubelets, err := c.procs.Start(process.Spec{Name: "kubelet-sim", Path: b.KubeletSim, LogFile: filepath.Join(logDir, "kubelet-sim.log"), Args: simArgs})
+	kubelets, err := c.procs.Start(process.Spec{Name: "kubelet-sim", Path: st.bins.KubeletSim, LogFile: filepath.Join(c.logDir, "kubelet-sim.log"), Args: args})
 	if err != nil {
 		return nil, err
 	}
-
-	tlsSkip := &tls.Config{InsecureSkipVerify: true} // self-signed serving certs of kcm/scheduler, health only
-	checks := append([]readiness{
-		{kcm, httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", kcmPort), tlsSkip)},
-		{sched, httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", schedPort), tlsSkip)},
-		{kubelets, func(ctx context.Context) error { return nodesReady(ctx, admin, c.nodes) }},
-	}, csiChecks...) // and the extender's, when there is one
-	errs := make([]error, len(checks))
-	var wg sync.WaitGroup
-	for i, chk := range checks {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			errs[i] = chk.proc.WaitReady(ctx, 100*time.Millisecond, chk.check)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	c.started = time.Since(begin)
-	for _, comp := range b.Components(ctx) {
-		if comp.Name == "pin-extender" && spec.Pinning == nil || comp.Name == "apiproxy" && spec.Proxy == nil {
-			continue // not run
-		}
-		c.components = append(c.components, comp)
-	}
-	klog.V(1).InfoS("Local cluster ready", "name", spec.Name, "nodes", len(c.nodes), "startSeconds", c.started.Seconds(), "dir", dir)
-	return c, nil
+	return []readiness{{kubelets, func(ctx context.Context) error { return nodesReady(ctx, st.admin, c.nodes) }}}, nil
 }
 
 func (c *Cluster) Kubeconfig() string                 { return c.kubeconfig }
@@ -321,7 +449,8 @@ func (c *Cluster) Nodes() []string                    { return append([]string(n
 func (c *Cluster) Components() []provenance.Component { return c.components }
 func (c *Cluster) KubernetesVersion() string          { return c.version }
 func (c *Cluster) StartDuration() time.Duration       { return c.started }
-func (c *Cluster) Dir() string                        { return c.dir }
+func (c *Cluster) StateDir() string                   { return c.dir }
+func (c *Cluster) LogDir() string                     { return c.logDir }
 
 // Running reports the components that are still running; after Stop it is
 // empty.
@@ -374,11 +503,24 @@ func (c *Cluster) Stop(ctx context.Context) error {
 		if c.keep {
 			return
 		}
-		// A throwaway control plane gains nothing from a graceful shutdown
-		// (kube-apiserver may linger for many seconds): short grace, then kill.
-		c.stopErr = errors.Join(c.procs.Stop(3*time.Second), os.RemoveAll(c.dir))
+		c.stopErr = errors.Join(c.procs.Stop(stopGrace(ctx)), os.RemoveAll(c.dir))
 	})
 	return c.stopErr
+}
+
+// stopGrace is how long components get between SIGTERM and SIGKILL: a
+// throwaway control plane gains nothing from a graceful shutdown
+// (kube-apiserver may linger for many seconds), so 3 s at most, less when
+// ctx's deadline is nearer, none when ctx is already done.
+func stopGrace(ctx context.Context) time.Duration {
+	grace := 3 * time.Second
+	if ctx.Err() != nil {
+		return 0
+	}
+	if d, ok := ctx.Deadline(); ok {
+		grace = min(grace, time.Until(d))
+	}
+	return max(grace, 0)
 }
 
 // Down stops a kept cluster from its state directory.

@@ -8,14 +8,13 @@ import (
 	"time"
 
 	"github.com/strandlab/strandlab/internal/process"
-
-	"github.com/strandlab/strandlab/internal/pinning"
 )
 
 // startExtender starts the pinning extender and writes the scheduler
 // configuration that calls it. It returns the readiness check of the
 // extender and the kube-scheduler flags that replace the defaults.
-func (p *Provider) startExtender(c *Cluster, ext *pinning.Config, cfg *clusterPKI, logDir string, port int) (readiness, []string, error) {
+func (st *starting) startExtender() (readiness, []string, error) {
+	c, ext, cfg, logDir, port := st.c, st.spec.Pinning, st.cfg, st.c.logDir, st.ports.extender
 	configFile := filepath.Join(c.dir, "pinning.json")
 	data, err := json.Marshal(ext)
 	if err != nil {
@@ -25,7 +24,7 @@ func (p *Provider) startExtender(c *Cluster, ext *pinning.Config, cfg *clusterPK
 		return readiness{}, nil, err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", port)
-	proc, err := c.procs.Start(process.Spec{Name: "pin-extender", Path: p.Binaries.PinExtender, LogFile: filepath.Join(logDir, "pin-extender.log"),
+	proc, err := c.procs.Start(process.Spec{Name: "pin-extender", Path: st.bins.PinExtender, LogFile: filepath.Join(logDir, "pin-extender.log"),
 		Args: []string{"--bind=" + addr, "--kubeconfig=" + cfg.pinExtender, "--config=" + configFile}})
 	if err != nil {
 		return readiness{}, nil, err
