@@ -234,6 +234,10 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	if err != nil {
 		return nil, fmt.Errorf("build %s: %w", build, err)
 	}
+	defer func() {
+		stopWatching()
+		strands.Wait()
+	}()
 	fmt.Fprintf(opts.Progress, ">> churning: %d cycles, seed %d\n", sc.Churn.Cycles, sc.Seed)
 	// The proxy's counters are read around the churn, so that startup
 	// (informers listing everything) does not count per cycle.

@@ -39,6 +39,20 @@ type strandWatch struct {
 	// when the cluster has no proxy).
 	changes *transitions
 	proxied cluster.ProxiedCluster
+	// sampled is closed when the sampling goroutine has returned;
+	// factories are shut down by Wait.
+	sampled   chan struct{}
+	factories []informers.SharedInformerFactory
+}
+
+// Wait joins what startStrandWatch started — the sampling goroutine and the
+// informers — once its context has ended, so nothing of the watch outlives
+// the cluster it watched.
+func (w *strandWatch) Wait() {
+	<-w.sampled
+	for _, f := range w.factories {
+		f.Shutdown()
+	}
 }
 
 // startStrandWatch runs until ctx ends. proxied may be nil.
@@ -65,7 +79,8 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, proxied 
 		return nil, fmt.Errorf("detector caches did not sync: %w", ctx.Err())
 	}
 	changes.start()
-	w := &strandWatch{stranded: map[string]detector.Finding{}, safety: map[string]report.SafetyFinding{}, changes: changes, proxied: proxied}
+	w := &strandWatch{stranded: map[string]detector.Finding{}, safety: map[string]report.SafetyFinding{}, changes: changes, proxied: proxied,
+		sampled: make(chan struct{}), factories: []informers.SharedInformerFactory{nsFactory, factory}}
 	// A safety violation counts once it holds in two snapshots in a row
 	// (longer than safetyHold): the harness's watches of nodes, pods and
 	// VolumeAttachments are separate streams, and a snapshot can catch one a
@@ -74,6 +89,7 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, proxied 
 	// bugs last much longer.
 	tracker := detector.NewTracker(threshold, safetyHold)
 	go func() {
+		defer close(w.sampled)
 		t := time.NewTicker(snapshotInterval)
 		defer t.Stop()
 		for {

@@ -1,0 +1,169 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/cycle"
+	"github.com/strandlab/strandlab/internal/fault"
+	"github.com/strandlab/strandlab/internal/pinning"
+	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/scenario"
+)
+
+// fakeProvider starts nothing: Prepare is checked without clusters.
+type fakeProvider struct {
+	name    string
+	missing error
+}
+
+func (f fakeProvider) Name() string                    { return f.name }
+func (f fakeProvider) Available(context.Context) error { return f.missing }
+func (f fakeProvider) Start(context.Context, cluster.Spec) (cluster.Cluster, error) {
+	return nil, errors.New("fake provider starts no cluster")
+}
+
+// buildsProvider can run controller builds, as the local provider can.
+type buildsProvider struct{ fakeProvider }
+
+func (buildsProvider) RunsControllerBuilds() {}
+
+func writeScenario(t *testing.T, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "s.yaml")
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+const minimal = `name: t
+seed: 5
+cluster: {provider: local, nodes: 1}
+workload: {statefulSets: [{name: web, replicas: 1, volumesPerPod: 1}]}
+churn: {cycles: 3}
+`
+
+func TestPrepare(t *testing.T) {
+	registry := cluster.NewRegistry(
+		buildsProvider{fakeProvider{name: "local"}},
+		buildsProvider{fakeProvider{name: "kind", missing: errors.New("docker: cannot connect to the daemon")}},
+		fakeProvider{name: "existing"},
+	)
+	seven := int64(7)
+	tests := []struct {
+		name     string
+		scenario string
+		opts     Options
+		registry *cluster.Registry // default: registry
+		want     string            // substring of the error; "" = valid
+		check    func(*testing.T, *scenario.Scenario)
+	}{
+		{name: "defaults from the scenario", scenario: minimal, opts: Options{Cycles: -1},
+			check: func(t *testing.T, sc *scenario.Scenario) {
+				if sc.Churn.Cycles != 3 || sc.Seed != 5 || strings.Join(sc.Builds, ",") != "stock" {
+					t.Errorf("cycles %d seed %d builds %v", sc.Churn.Cycles, sc.Seed, sc.Builds)
+				}
+			}},
+		{name: "overrides win", scenario: minimal, opts: Options{Cycles: 9, Seed: &seven, Builds: []string{"stock", "fix"}},
+			check: func(t *testing.T, sc *scenario.Scenario) {
+				if sc.Churn.Cycles != 9 || sc.Seed != 7 || strings.Join(sc.Builds, ",") != "stock,fix" {
+					t.Errorf("cycles %d seed %d builds %v", sc.Churn.Cycles, sc.Seed, sc.Builds)
+				}
+			}},
+		{name: "a provider the scenario format does not know", scenario: minimal, opts: Options{Cycles: -1, Provider: "minikube"},
+			want: `cluster.provider: "minikube" is not one of local, kind, existing`},
+		{name: "a provider this harness was built without", scenario: minimal, opts: Options{Cycles: -1, Provider: "existing"}, registry: cluster.NewRegistry(fakeProvider{name: "local"}),
+			want: `cluster.provider: provider "existing": unknown (known: local)`},
+		{name: "unavailable provider names what is missing", scenario: minimal, opts: Options{Cycles: -1, Provider: "kind"},
+			want: `provider "kind" is not available here: docker: cannot connect to the daemon`},
+		{name: "a provider that cannot run builds", scenario: minimal, opts: Options{Cycles: -1, Provider: "existing", Builds: []string{"fix"}},
+			want: `builds: provider "existing" runs the cluster's own controller`},
+		{name: "stock alone on such a provider", scenario: minimal, opts: Options{Cycles: -1, Provider: "existing"}},
+		{name: "a build listed twice", scenario: minimal, opts: Options{Cycles: -1, Builds: []string{"fix", "fix"}},
+			want: `builds[1]: "fix" is listed twice`},
+		{name: "an unknown build", scenario: minimal, opts: Options{Cycles: -1, Builds: []string{"nosuchbuild"}},
+			want: `builds[0]:`},
+		{name: "a bad override", scenario: minimal, opts: Options{Cycles: 2_000_000},
+			want: "churn.cycles: 2000000 out of range"},
+		{name: "a bad scenario field", scenario: minimal + "proxy: {rules: [{resource: nodes, predicate: volumesDetached}]}\n", opts: Options{Cycles: -1},
+			want: `proxy.rules[0].predicate: "volumesDetached" is not`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			opts := tc.opts
+			opts.ScenarioPath, opts.RepoRoot, opts.Providers = writeScenario(t, tc.scenario), "../..", registry
+			if tc.registry != nil {
+				opts.Providers = tc.registry
+			}
+			sc, err := Prepare(context.Background(), opts)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("Prepare: %v", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("Prepare error = %v, want %q", err, tc.want)
+			}
+			if tc.check != nil && sc != nil {
+				tc.check(t, sc)
+			}
+		})
+	}
+}
+
+func TestPinningConfig(t *testing.T) {
+	sc, err := scenario.Parse([]byte(minimal + `scheduling:
+  pinning: static
+  static: [{statefulSet: web, ordinal: 0, node: node-1}]
+  extenderLatency: {fixed: 1s}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := pinningConfig(sc)
+	want := pinning.Config{Sticky: true, Seed: 5, Latency: fault.Delay{Fixed: fault.D(time.Second)},
+		Static: []pinning.StaticPin{{Namespace: Namespace, StatefulSet: "web", Ordinal: 0, Node: "node-1"}}}
+	if got == nil || got.Sticky != want.Sticky || got.Seed != want.Seed || got.Latency != want.Latency || len(got.Static) != 1 || got.Static[0] != want.Static[0] {
+		t.Errorf("pinningConfig = %+v, want %+v", got, want)
+	}
+	if err := got.Validate(); err != nil {
+		t.Errorf("the extender would refuse it: %v", err)
+	}
+	plain, _ := scenario.Parse([]byte(minimal))
+	if pinningConfig(plain) != nil || proxyProfile(plain) != nil {
+		t.Errorf("a scenario without pinning or proxy got an extender or a proxy")
+	}
+}
+
+func TestProxyProfile(t *testing.T) {
+	sc, err := scenario.Parse([]byte(minimal + `proxy:
+  qps: 20
+  rules:
+  - {resource: nodes, predicate: volumesAttachedRemoved, delay: {uniformMin: 1s, uniformMax: 2s}}
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := proxyProfile(sc)
+	if p == nil || p.Seed != 5 || p.QPS != 20 || len(p.Rules) != 1 || p.Rules[0].Predicate != fault.PredicateVolumesAttachedRemoved ||
+		p.Rules[0].Delay != (fault.Delay{UniformMin: fault.D(time.Second), UniformMax: fault.D(2 * time.Second)}) {
+		t.Errorf("proxyProfile = %+v", p)
+	}
+	if err := p.Validate(); err != nil {
+		t.Errorf("the proxy would refuse it: %v", err)
+	}
+}
+
+func TestOutcomeOf(t *testing.T) {
+	res := cycle.Result{Cycles: []cycle.Cycle{{Index: 1, Outcome: cycle.Running}, {Index: 0, Outcome: cycle.Stranded}, {Index: 2, Outcome: cycle.TimedOut}}}
+	b := report.Build{Stranded: 1, SafetyViolations: 2, CyclesNotRunning: 1}
+	got := outcomeOf(b, res)
+	if got != (scenario.Outcome{Stranded: 1, SafetyViolations: 2, CyclesNotRunning: 1, FirstCycle: "stranded"}) {
+		t.Errorf("outcomeOf = %+v", got)
+	}
+}
