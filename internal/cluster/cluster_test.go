@@ -1,25 +1,17 @@
-package cluster
+package cluster_test
 
 import (
 	"context"
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/cluster/clustertest"
 )
 
-type fakeProvider struct {
-	name    string
-	missing error
-}
-
-func (f fakeProvider) Name() string                    { return f.name }
-func (f fakeProvider) Available(context.Context) error { return f.missing }
-func (f fakeProvider) Start(context.Context, Spec) (Cluster, error) {
-	return nil, errors.New("not here")
-}
-
 func TestRegistryLookup(t *testing.T) {
-	r := NewRegistry(fakeProvider{name: "local"}, fakeProvider{name: "kind", missing: errors.New("docker: daemon not reachable")})
+	r := cluster.NewRegistry(clustertest.Provider{ProviderName: "local"}, clustertest.Provider{ProviderName: "kind", Missing: errors.New("docker: daemon not reachable")})
 	tests := []struct {
 		name, want string // want: substring of the error; "" = found
 	}{

@@ -10,29 +10,13 @@ import (
 	"time"
 
 	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/cluster/clustertest"
 	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/pinning"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/scenario"
 )
-
-// fakeProvider starts nothing: Prepare is checked without clusters.
-type fakeProvider struct {
-	name    string
-	missing error
-}
-
-func (f fakeProvider) Name() string                    { return f.name }
-func (f fakeProvider) Available(context.Context) error { return f.missing }
-func (f fakeProvider) Start(context.Context, cluster.Spec) (cluster.Cluster, error) {
-	return nil, errors.New("fake provider starts no cluster")
-}
-
-// buildsProvider can run controller builds, as the local provider can.
-type buildsProvider struct{ fakeProvider }
-
-func (buildsProvider) RunsControllerBuilds() {}
 
 func writeScenario(t *testing.T, body string) string {
 	t.Helper()
@@ -52,9 +36,9 @@ churn: {cycles: 3}
 
 func TestPrepare(t *testing.T) {
 	registry := cluster.NewRegistry(
-		buildsProvider{fakeProvider{name: "local"}},
-		buildsProvider{fakeProvider{name: "kind", missing: errors.New("docker: cannot connect to the daemon")}},
-		fakeProvider{name: "existing"},
+		clustertest.BuildsProvider{Provider: clustertest.Provider{ProviderName: "local"}},
+		clustertest.BuildsProvider{Provider: clustertest.Provider{ProviderName: "kind", Missing: errors.New("docker: cannot connect to the daemon")}},
+		clustertest.Provider{ProviderName: "existing"},
 	)
 	seven := int64(7)
 	tests := []struct {
@@ -79,7 +63,7 @@ func TestPrepare(t *testing.T) {
 			}},
 		{name: "a provider the scenario format does not know", scenario: minimal, opts: Options{Cycles: -1, Provider: "minikube"},
 			want: `cluster.provider: "minikube" is not one of local, kind, existing`},
-		{name: "a provider this harness was built without", scenario: minimal, opts: Options{Cycles: -1, Provider: "existing"}, registry: cluster.NewRegistry(fakeProvider{name: "local"}),
+		{name: "a provider this harness was built without", scenario: minimal, opts: Options{Cycles: -1, Provider: "existing"}, registry: cluster.NewRegistry(clustertest.Provider{ProviderName: "local"}),
 			want: `cluster.provider: provider "existing": unknown (known: local)`},
 		{name: "unavailable provider names what is missing", scenario: minimal, opts: Options{Cycles: -1, Provider: "kind"},
 			want: `provider "kind" is not available here: docker: cannot connect to the daemon`},
