@@ -8,7 +8,7 @@ OUTPUT    ?= _output
 BIN       := $(OUTPUT)/bin
 ACTIONLINT_VERSION := v1.7.12
 
-# make e2e variables (the contract in DESIGN.md).
+# make e2e variables (the contract in docs/design.md, "Contracts").
 SCENARIO  ?= scenarios/seed-122413.yaml,scenarios/control.yaml
 BUILDS    ?=
 PROVIDER  ?=
@@ -45,9 +45,11 @@ soak: ## run the long scenario (scenarios/soak.yaml)
 test: lint binaries ## run all tests: lint, unit tests, e2e-framework suites against the local provider
 	$(GO) test -count=1 -timeout 30m ./...
 
+# STRANDLAB_UNIT_ONLY=1: a test that starts a component or builds the cluster
+# binaries fails (internal/process, internal/upstream) instead of doing it.
 .PHONY: unit
 unit: ## unit tests only (no cluster)
-	$(GO) test -short -count=1 ./...
+	STRANDLAB_UNIT_ONLY=1 $(GO) test -short -count=1 ./...
 
 .PHONY: lint
 lint: ## gofmt, go vet, actionlint on the CI workflows, scenario validation

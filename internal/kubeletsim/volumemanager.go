@@ -124,6 +124,16 @@ func VolumeAttachmentName(handle, driver, node string) string {
 
 // Start runs the node informer and the reconciler until ctx ends.
 func (m *CSIVolumeManager) Start(ctx context.Context, recorder record.EventRecorder) error {
+	if err := m.startWithoutReconciler(ctx, recorder); err != nil {
+		return err
+	}
+	go wait.UntilWithContext(ctx, m.reconcile, reconcilerLoopSleepPeriod)
+	return nil
+}
+
+// startWithoutReconciler is Start without the reconciler loop: tests run
+// reconcile passes themselves, one step at a time.
+func (m *CSIVolumeManager) startWithoutReconciler(ctx context.Context, recorder record.EventRecorder) error {
 	m.recorder = recorder
 	if err := m.registerCSIDriver(ctx); err != nil {
 		return err
@@ -134,7 +144,6 @@ func (m *CSIVolumeManager) Start(ctx context.Context, recorder record.EventRecor
 	nodes := factory.Core().V1().Nodes()
 	m.nodeLister, m.nodeSynced = nodes.Lister(), nodes.Informer().HasSynced
 	factory.Start(ctx.Done())
-	go wait.UntilWithContext(ctx, m.reconcile, reconcilerLoopSleepPeriod)
 	return nil
 }
 

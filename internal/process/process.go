@@ -52,8 +52,26 @@ type Group struct {
 	procs []*Process
 }
 
-// Start launches spec and returns once the process exists.
+// UnitOnlyEnv, set to 1 by `make unit`, forbids starting component
+// processes and building binaries: a unit test that would start a cluster
+// then fails at once, naming what it tried, instead of quietly starting one.
+const UnitOnlyEnv = "STRANDLAB_UNIT_ONLY"
+
+// CheckUnitOnly returns an error saying that what is not allowed when
+// UnitOnlyEnv is 1, and nil otherwise.
+func CheckUnitOnly(what string) error {
+	if os.Getenv(UnitOnlyEnv) == "1" {
+		return fmt.Errorf("%s is set (make unit): %s is not allowed", UnitOnlyEnv, what)
+	}
+	return nil
+}
+
+// Start launches spec and returns once the process exists. It refuses, and
+// creates nothing, when UnitOnlyEnv is set.
 func (g *Group) Start(spec Spec) (*Process, error) {
+	if err := CheckUnitOnly("starting process " + spec.Name); err != nil {
+		return nil, err
+	}
 	if err := os.MkdirAll(filepath.Dir(spec.LogFile), 0o755); err != nil {
 		return nil, err
 	}

@@ -16,6 +16,49 @@ func shell(t *testing.T, name, script string) Spec {
 	return Spec{Name: name, Path: "/bin/sh", Args: []string{"-c", script}, LogFile: filepath.Join(t.TempDir(), name+".log")}
 }
 
+// allowStarts lifts make unit's guard for a test whose /bin/sh stand-ins
+// exercise the supervisor itself: they are not cluster components.
+func allowStarts(t *testing.T) { t.Setenv(UnitOnlyEnv, "") }
+
+func TestStartRefusedUnderMakeUnit(t *testing.T) {
+	tests := []struct {
+		env     string
+		wantErr string // "" means the process starts
+	}{
+		{"1", "STRANDLAB_UNIT_ONLY is set (make unit): starting process etcd is not allowed"},
+		{"", ""},
+		{"0", ""},
+	}
+	for _, tc := range tests {
+		t.Run("STRANDLAB_UNIT_ONLY="+tc.env, func(t *testing.T) {
+			t.Setenv(UnitOnlyEnv, tc.env)
+			g := &Group{PIDFile: filepath.Join(t.TempDir(), "pids")}
+			defer g.Stop(time.Second)
+			spec := shell(t, "etcd", "sleep 30")
+			p, err := g.Start(spec)
+			if tc.wantErr == "" {
+				if err != nil || p == nil || len(g.Running()) != 1 {
+					t.Fatalf("Start = %v, %v; running %v", p, err, g.Running())
+				}
+				return
+			}
+			if err == nil || err.Error() != tc.wantErr {
+				t.Fatalf("Start error %v, want %q", err, tc.wantErr)
+			}
+			if p != nil || len(g.Running()) != 0 {
+				t.Errorf("a process was started: %v, running %v", p, g.Running())
+			}
+			// Start writes the command line to the log and the pid file
+			// before it returns, so their absence shows nothing was exec'd.
+			for _, f := range []string{spec.LogFile, g.PIDFile} {
+				if _, err := os.Stat(f); !os.IsNotExist(err) {
+					t.Errorf("%s exists (%v): the start went ahead", f, err)
+				}
+			}
+		})
+	}
+}
+
 func TestWaitReady(t *testing.T) {
 	tests := []struct {
 		name    string
@@ -44,6 +87,7 @@ func TestWaitReady(t *testing.T) {
 			wantErr: []string{"comp not ready", "still starting"},
 		},
 	}
+	allowStarts(t)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			g := &Group{}
@@ -78,6 +122,7 @@ func TestWaitReady(t *testing.T) {
 }
 
 func TestStopKillsTheWholeProcessGroup(t *testing.T) {
+	allowStarts(t)
 	g := &Group{PIDFile: filepath.Join(t.TempDir(), "pids")}
 	spec := shell(t, "parent", "sleep 1000 & echo child=$!; trap '' TERM; while :; do sleep 0.05; done")
 	p, err := g.Start(spec)

@@ -1,0 +1,79 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strandlab/strandlab/internal/report"
+)
+
+// writeReport writes r as a run would write report.json and returns its path.
+func writeReport(t *testing.T, r report.Report) string {
+	t.Helper()
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "report.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func TestCheckReports(t *testing.T) {
+	unmet := writeReport(t, report.Report{Scenario: "seed-122413", Builds: []report.Build{
+		{Name: "stock", Expectation: &report.Expectation{Met: false, Unmet: []string{"stranded 0 < 1"}}},
+		{Name: "fix", Expectation: &report.Expectation{Met: true}},
+	}})
+	met := writeReport(t, report.Report{Scenario: "control", Builds: []report.Build{
+		{Name: "stock", Expectation: &report.Expectation{Met: true}},
+	}})
+	missing := filepath.Join(t.TempDir(), "report.json")
+	corrupt := filepath.Join(t.TempDir(), "report.json")
+	if err := os.WriteFile(corrupt, []byte(`{"scenario": "seed-122413", "builds": [`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+
+	tests := []struct {
+		name      string
+		reports   []string
+		check     bool
+		wantCode  int
+		wantErr   string // substring of the error; "" means none
+		wantPrint string // substring of what is printed; "" means nothing
+	}{
+		{name: "unmet expectation with --check: exit 3", reports: []string{met, unmet}, check: true, wantCode: exitUnmet,
+			wantErr: "1 expectation(s) not met", wantPrint: "expectation not met: seed-122413/stock: stranded 0 < 1"},
+		{name: "unmet expectation without --check: printed, exit 0", reports: []string{unmet},
+			wantPrint: "expectation not met: seed-122413/stock: stranded 0 < 1"},
+		{name: "all met: exit 0", reports: []string{met}, check: true},
+		{name: "missing report.json: harness failure naming it", reports: []string{met, missing}, check: true, wantCode: 1, wantErr: missing},
+		{name: "corrupt report.json: harness failure naming it", reports: []string{corrupt}, check: true, wantCode: 1, wantErr: corrupt},
+		{name: "unreadable report without --check is a failure too", reports: []string{corrupt}, wantCode: 1, wantErr: corrupt},
+		{name: "an unreadable report outweighs an unmet expectation", reports: []string{unmet, missing}, check: true, wantCode: 1, wantErr: missing,
+			wantPrint: "seed-122413/stock"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			err := checkReports(tc.reports, tc.check, &out)
+			if got := exitCode(err); got != tc.wantCode {
+				t.Errorf("exit %d, want %d (error %v)", got, tc.wantCode, err)
+			}
+			switch {
+			case tc.wantErr == "" && err != nil:
+				t.Errorf("unexpected error %v", err)
+			case tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)):
+				t.Errorf("error %v, want it to contain %q", err, tc.wantErr)
+			}
+			if tc.wantPrint == "" && out.Len() != 0 || !strings.Contains(out.String(), tc.wantPrint) {
+				t.Errorf("printed %q, want %q", out.String(), tc.wantPrint)
+			}
+		})
+	}
+}
