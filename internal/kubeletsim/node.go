@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"runtime"
 	"slices"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -63,10 +64,13 @@ func (n *Node) Run(ctx context.Context) error {
 	renew := time.Duration(float64(time.Duration(n.cfg.NodeLeaseDurationSeconds)*time.Second) * nodeLeaseRenewIntervalFraction)
 	leases := lease.NewController(clock.RealClock{}, n.cfg.Client, n.cfg.NodeName, n.cfg.NodeLeaseDurationSeconds,
 		nil, renew, n.cfg.NodeName, corev1.NamespaceNodeLease, n.setLeaseOwner)
-	go leases.Run(ctx)
-
 	n.pods = newPodWorkers(n)
-	go n.pods.run(ctx)
+	// The lease and pod loops end with ctx; Run returns only after they
+	// have, so a stopped node leaves nothing running.
+	var loops sync.WaitGroup
+	loops.Go(func() { leases.Run(ctx) })
+	loops.Go(func() { n.pods.run(ctx) })
+	defer loops.Wait()
 
 	n.syncNodeStatusLoop(ctx)
 	return nil

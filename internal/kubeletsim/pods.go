@@ -29,6 +29,9 @@ type podWorkers struct {
 	mu      sync.Mutex
 	workers map[types.UID]*podWorker
 	nextIP  int
+	// running counts the goroutines of the pod workers (and their retries),
+	// joined when run returns.
+	running sync.WaitGroup
 }
 
 // podWorker holds the latest known version of one pod; nil means the pod is
@@ -63,7 +66,9 @@ func (pw *podWorkers) run(ctx context.Context) {
 	})
 	factory.Start(ctx.Done())
 	<-ctx.Done()
+	// No handler runs after Shutdown, so no worker starts after it.
 	factory.Shutdown()
+	pw.running.Wait()
 }
 
 func (pw *podWorkers) update(ctx context.Context, pod *corev1.Pod) {
@@ -80,7 +85,7 @@ func (pw *podWorkers) update(ctx context.Context, pod *corev1.Pod) {
 		pw.workers[pod.UID] = w
 		pw.nextIP++
 		ip := fmt.Sprintf("10.244.%d.%d", pw.node.cfg.PodCIDRIndex%256, 2+pw.nextIP%250)
-		go pw.work(ctx, pod.UID, w, ip)
+		pw.running.Go(func() { pw.work(ctx, pod.UID, w, ip) })
 	}
 	pw.mu.Unlock()
 	w.send(pod)
@@ -133,6 +138,9 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 		var startResult chan error = startDone
 		select {
 		case <-ctx.Done():
+			if startDone != nil {
+				<-startDone // the start sees ctx end too
+			}
 			return
 		case p := <-w.updates:
 			if p == nil { // gone from the API server
@@ -158,7 +166,7 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 				if err := pw.terminate(ctx, pod, running); err != nil {
 					if ctx.Err() == nil {
 						klog.FromContext(ctx).Error(err, "Terminating pod failed, will retry on next update", "pod", klog.KObj(pod))
-						go pw.retryLater(ctx, w, pod)
+						pw.running.Go(func() { pw.retryLater(ctx, w, pod) })
 					}
 					continue
 				}
@@ -177,7 +185,7 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 				running = true
 			} else if ctx.Err() == nil && pod.DeletionTimestamp == nil {
 				klog.FromContext(ctx).Error(err, "Starting pod failed, will retry", "pod", klog.KObj(pod))
-				go pw.retryLater(ctx, w, pod)
+				pw.running.Go(func() { pw.retryLater(ctx, w, pod) })
 			}
 		}
 	}
