@@ -108,21 +108,23 @@ func socketReady(path string) func(context.Context) error {
 	}
 }
 
-// startCSI records the API server's version, creates the cluster-wide
-// objects (RBAC, CSIDriver, StorageClass), and starts the driver's
-// controller instance, one node instance per node, and the real
-// csi-attacher and csi-provisioner sidecars. It returns the readiness
-// checks of everything it started.
-func (st *starting) startCSI(ctx context.Context) ([]readiness, error) {
-	c, l, driver, cfg, logDir := st.c, st.csi, st.driver, st.cfg, st.c.logDir
+// startObjects records the API server's version and creates the
+// cluster-wide objects: the sidecars' and extender's RBAC, the CSIDriver and
+// the StorageClass. It starts nothing.
+func (st *starting) startObjects(ctx context.Context) ([]readiness, error) {
 	v, err := st.admin.Discovery().ServerVersion()
 	if err != nil {
 		return nil, err
 	}
-	c.version = v.GitVersion
-	if err := applyObjects(ctx, st.admin, driver); err != nil {
-		return nil, err
-	}
+	st.c.version = v.GitVersion
+	return nil, applyObjects(ctx, st.admin, st.driver)
+}
+
+// startCSI starts the driver's controller instance, one node instance per
+// node, and the real csi-attacher and csi-provisioner sidecars. It returns
+// the readiness checks of everything it started.
+func (st *starting) startCSI(context.Context) ([]readiness, error) {
+	c, l, driver, cfg, logDir := st.c, st.csi, st.driver, st.cfg, st.c.logDir
 	b := st.bins
 	if err := os.MkdirAll(l.stateDir, 0o755); err != nil {
 		return nil, err

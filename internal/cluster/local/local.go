@@ -169,12 +169,13 @@ type step struct {
 }
 
 // Start brings a cluster up in phases of named steps — pki; etcd;
-// kube-apiserver; csi and the proxy; kube-controller-manager, the
-// scheduler (with the extender) and the kubelets — starting the steps of a
-// phase together and waiting for all of their readiness checks before the
-// next phase. It returns once the control plane is healthy and every node
-// is Ready. On any failure everything started so far is stopped and
-// removed, and the error names the step.
+// kube-apiserver; the cluster-wide objects and the proxy; the CSI driver and
+// sidecars, kube-controller-manager, the scheduler (with the extender) and
+// the kubelets — starting the steps of a phase together and waiting for all
+// of their readiness checks before the next phase. It returns once the
+// control plane is healthy and every node is Ready. On any failure
+// everything started so far is stopped and removed, and the error names
+// the step.
 func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Cluster, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
@@ -233,8 +234,10 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		{{"pki", st.startPKI}},
 		{{"etcd", st.startEtcd}},
 		{{"kube-apiserver", st.startAPIServer}},
-		{{"csi", st.startCSI}, {"apiproxy", st.startProxy}},
-		{{"kube-controller-manager", st.startControllerManager}, {"kube-scheduler", st.startScheduler}, {"kubelets", st.startKubelets}},
+		// kube-controller-manager connects through the proxy: it must be
+		// serving first. Everything else starts together.
+		{{"cluster objects", st.startObjects}, {"apiproxy", st.startProxy}},
+		{{"csi", st.startCSI}, {"kube-controller-manager", st.startControllerManager}, {"kube-scheduler", st.startScheduler}, {"kubelets", st.startKubelets}},
 	}
 	for _, phase := range phases {
 		if err := runPhase(ctx, phase); err != nil {
