@@ -7,6 +7,7 @@ package report
 import (
 	"bytes"
 	"cmp"
+	"encoding/json"
 	"fmt"
 	"image/color"
 	"math"
@@ -22,6 +23,8 @@ import (
 	"gonum.org/v1/plot/vg"
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/strandlab/strandlab/internal/stats"
 )
 
 // File names of the comparison outputs.
@@ -30,7 +33,8 @@ const (
 	ComparePlotFile     = "compare.png"
 )
 
-// baseline is the build the other builds' request counts are divided by.
+// baseline is the build the other builds' request counts are divided by
+// and the other builds are tested against.
 const baseline = "stock"
 
 // CompareMarkdown renders compare.md: the builds side by side (one column
@@ -86,6 +90,8 @@ func CompareMarkdown(r *Report) string {
 		}
 		b.WriteString("\n")
 	}
+
+	writeTests(&b, r)
 
 	b.WriteString("\n## Controller API requests per cycle\n\n")
 	keys := requestKeys(r.Builds)
@@ -163,6 +169,9 @@ func verdict(builds []Build, i, base int) string {
 		default:
 			s += "; interval overlaps " + baseline + "'s"
 		}
+		if v := versus(x, builds[base], stranding); v.PValue != nil {
+			s += "; Fisher exact test: " + v.Verdict
+		}
 	}
 	if x.SafetyViolations > 0 {
 		s += fmt.Sprintf("; %d safety violation(s)", x.SafetyViolations)
@@ -180,6 +189,167 @@ func verdict(builds []Build, i, base int) string {
 		}
 	}
 	return s
+}
+
+// TestAlpha is the level of the tests of each build against the baseline
+// (docs/statistics.md).
+const TestAlpha = 0.01
+
+// Versus is one test of a build against the baseline build: report.json's
+// versus_baseline and safety_versus_baseline.
+type Versus struct {
+	// Test names the test and the direction its p-value is for, e.g.
+	// "fisher-exact one-sided (fewer strandings)".
+	Test string `json:"test"`
+	// PValue is null when the test was not run (Verdict says why).
+	PValue *float64 `json:"p_value"`
+	// Verdict is the outcome in words at TestAlpha.
+	Verdict string `json:"verdict"`
+}
+
+// MarshalJSON writes the report with every build's tests against the
+// baseline (versus_baseline, safety_versus_baseline) computed from the
+// builds' counts, so that report.json's tests always match its figures,
+// partial reports included.
+func (r Report) MarshalJSON() ([]byte, error) {
+	type plain Report // the same fields, without this method
+	r.Builds = WithTests(r.Builds)
+	return json.Marshal(plain(r))
+}
+
+// WithTests returns a copy of builds with VersusBaseline and
+// SafetyVersusBaseline set for every build but the baseline (the build
+// named stock), and cleared when the report has no baseline.
+func WithTests(builds []Build) []Build {
+	out := slices.Clone(builds)
+	base := slices.IndexFunc(out, func(x Build) bool { return x.Name == baseline })
+	for i := range out {
+		out[i].VersusBaseline, out[i].SafetyVersusBaseline = nil, nil
+		if base >= 0 && i != base {
+			out[i].VersusBaseline = versus(out[i], out[base], stranding)
+			out[i].SafetyVersusBaseline = versus(out[i], out[base], safety)
+		}
+	}
+	return out
+}
+
+// measure is what a test against the baseline counts, cycle by cycle.
+type measure struct {
+	noun        string // in the test's name
+	count       func(Build) int
+	fewer, more string // the verdict's verb phrases
+}
+
+var (
+	stranding = measure{"strandings", func(x Build) int { return x.Stranded }, "strands less than", "strands more than"}
+	safety    = measure{"safety violations", func(x Build) int { return x.SafetyViolations },
+		"has fewer safety violations than", "has more safety violations than"}
+)
+
+// versus tests build x against the baseline build base at TestAlpha with
+// Fisher's exact test on m's count per cycle: one-sided for fewer and, when
+// that finds nothing, one-sided for more. When neither rejects, it reports
+// the smaller of the two one-sided p-values (the direction the counts lean
+// towards; fewer on a tie).
+func versus(x, base Build, m measure) *Versus {
+	v := &Versus{Test: "fisher-exact one-sided (fewer " + m.noun + ")"}
+	for _, y := range []Build{x, base} {
+		if y.Cycles <= 0 {
+			v.Verdict = "not tested: " + y.Name + " has run no cycles"
+			return v
+		}
+		if k := m.count(y); k > y.Cycles {
+			v.Verdict = fmt.Sprintf("not tested: %s has %d %s in %d cycles, more than one per cycle", y.Name, k, m.noun, y.Cycles)
+			return v
+		}
+	}
+	fewer, err := stats.FisherExact(m.count(base), base.Cycles, m.count(x), x.Cycles, stats.Fewer)
+	if err != nil {
+		v.Verdict = "not tested: " + err.Error()
+		return v
+	}
+	if fewer <= TestAlpha {
+		v.PValue = &fewer
+		v.Verdict = fmt.Sprintf("%s %s %s, %s", x.Name, m.fewer, base.Name, pEquals(fewer))
+		return v
+	}
+	more, _ := stats.FisherExact(m.count(base), base.Cycles, m.count(x), x.Cycles, stats.More)
+	if more <= TestAlpha {
+		v.Test = "fisher-exact one-sided (more " + m.noun + ")"
+		v.PValue = &more
+		v.Verdict = fmt.Sprintf("%s %s %s, %s", x.Name, m.more, base.Name, pEquals(more))
+		return v
+	}
+	// Neither: the p-value of the direction the counts lean towards.
+	p := fewer
+	if more < fewer {
+		v.Test = "fisher-exact one-sided (more " + m.noun + ")"
+		p = more
+	}
+	v.PValue = &p
+	v.Verdict = fmt.Sprintf("no evidence either way (%s)", pEquals(p))
+	return v
+}
+
+// writeTests writes compare.md's "Tests against stock": a row per build
+// other than the baseline with both of its tests.
+func writeTests(b *bytes.Buffer, r *Report) {
+	fmt.Fprintf(b, "\n## Tests against %s\n\n", baseline)
+	base := slices.IndexFunc(r.Builds, func(x Build) bool { return x.Name == baseline })
+	switch {
+	case base < 0:
+		fmt.Fprintf(b, "No build named `%s`: nothing to test against.\n", baseline)
+		return
+	case len(r.Builds) == 1:
+		fmt.Fprintf(b, "Only `%s` ran: nothing to test against it.\n", baseline)
+		return
+	}
+	fmt.Fprintf(b, "Fisher's exact test, one-sided, cycle by cycle, at α = %g (docs/statistics.md): "+
+		"does the build strand less often than `%s` (or, failing that, more often)? The same for safety violations.\n\n", TestAlpha, baseline)
+	b.WriteString("| build | stranded vs " + baseline + " | test | p | verdict | safety violations vs " + baseline + " | test | p | verdict |\n")
+	b.WriteString("|---|---:|---|---:|---|---:|---|---:|---|\n")
+	for i, x := range WithTests(r.Builds) {
+		if i == base {
+			continue
+		}
+		fmt.Fprintf(b, "| %s |", mdCell(x.Name))
+		for _, c := range []struct {
+			v    *Versus
+			x, y int
+		}{{x.VersusBaseline, x.Stranded, r.Builds[base].Stranded}, {x.SafetyVersusBaseline, x.SafetyViolations, r.Builds[base].SafetyViolations}} {
+			p := "–"
+			if c.v.PValue != nil {
+				p = pValueText(*c.v.PValue)
+			}
+			fmt.Fprintf(b, " %d/%d vs %d/%d | %s | %s | %s |", c.x, x.Cycles, c.y, r.Builds[base].Cycles, c.v.Test, p, mdCell(c.v.Verdict))
+		}
+		b.WriteString("\n")
+	}
+}
+
+// pEquals is "p = <p>" for a verdict.
+func pEquals(p float64) string {
+	if p <= 0 {
+		return "p < 1e-300"
+	}
+	return "p = " + pValueText(p)
+}
+
+// pValueText is p with two significant digits, more when two would round it
+// to the other side of TestAlpha (0.0104 is "0.0104", not "0.01"); "< 1e-300"
+// for a p-value too small for a float64 (stats.FisherExact returns 0).
+func pValueText(p float64) string {
+	if p <= 0 {
+		return "< 1e-300"
+	}
+	var s string
+	for prec := 2; prec <= 6; prec++ {
+		s = strconv.FormatFloat(p, 'g', prec, 64)
+		if v, err := strconv.ParseFloat(s, 64); err == nil && (v <= TestAlpha) == (p <= TestAlpha) {
+			break
+		}
+	}
+	return strings.Replace(s, "e-0", "e-", 1) // 9.4e-07 -> 9.4e-7
 }
 
 func runStatus(r *Report) string {

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
@@ -75,6 +76,9 @@ func TestCompareMarkdown(t *testing.T) {
 				"| **total** | 6.50 | 7.10 | 1.09 |",
 				fmt.Sprintf("- `stock`: 3 stranded in 10 cycles (rate 0.3000, 95%% CI %.4f–%.4f); no safety violations", lo3, hi3),
 				fmt.Sprintf("- `fix`: 0 stranded in 10 cycles (95%% CI upper bound %.4f); interval overlaps stock's", hi0),
+				// 0/10 vs 3/10: C(10,3)/C(20,3) = 2/19 = 0.105.
+				"interval overlaps stock's; Fisher exact test: no evidence either way (p = 0.11); no safety violations",
+				"| fix | 0/10 vs 3/10 | fisher-exact one-sided (fewer strandings) | 0.11 | no evidence either way (p = 0.11) |",
 				"](compare.png)",
 			},
 			notWant: []string{"partial", "NaN", "Inf"},
@@ -88,8 +92,9 @@ func TestCompareMarkdown(t *testing.T) {
 				"| request | fix |\n",
 				"| **total** | 1.00 |",
 				"- `fix`: 0 stranded in 200 cycles (95% CI upper bound",
+				"No build named `stock`: nothing to test against.",
 			},
-			notWant: []string{"/stock", "stock's"},
+			notWant: []string{"/stock", "stock's", "Fisher exact test:", "| build | stranded vs"},
 		},
 		{
 			name:    "interrupted",
@@ -120,8 +125,9 @@ func TestCompareMarkdown(t *testing.T) {
 					Expectation: &Expectation{Met: false, Unmet: []string{"safety_violations 2 > 0"}}},
 			}},
 			want: []string{
-				"- `fix`: 0 stranded in 100 cycles (95% CI upper bound 0.0370); interval entirely below stock's; no safety violations",
-				"- `retry-empty-patch`: 0 stranded in 100 cycles (95% CI upper bound 0.0370); interval entirely below stock's; 2 safety violation(s); expectation NOT met: safety_violations 2 > 0",
+				// 0/100 vs 40/100: P(all 40 in stock | 40) = C(100,40)/C(200,40) = 6.7e-15.
+				"- `fix`: 0 stranded in 100 cycles (95% CI upper bound 0.0370); interval entirely below stock's; Fisher exact test: fix strands less than stock, p = 6.7e-15; no safety violations",
+				"- `retry-empty-patch`: 0 stranded in 100 cycles (95% CI upper bound 0.0370); interval entirely below stock's; Fisher exact test: retry-empty-patch strands less than stock, p = 6.7e-15; 2 safety violation(s); expectation NOT met: safety_violations 2 > 0",
 			},
 		},
 	}
@@ -142,6 +148,214 @@ func TestCompareMarkdown(t *testing.T) {
 				t.Error("output is not deterministic")
 			}
 		})
+	}
+}
+
+// withSafety is b with v safety violations.
+func withSafety(b Build, v int) Build {
+	b.SafetyViolations = v
+	return b
+}
+
+// TestCompareMarkdownTestsAgainstStock checks the p-values and verdicts of
+// compare.md's "Tests against stock" and "Verdict". Hand values (equal
+// cycles, no events in one build): the one-sided p-value is the chance that
+// all k events fall in the other build given k in all, C(n,k)/C(2n,k).
+func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
+	tests := []struct {
+		name    string
+		builds  []Build
+		want    []string
+		notWant []string
+	}{
+		{
+			// C(5000,5)/C(10000,5) = 0.0312 > 0.01: no evidence at α = 0.01.
+			name:   "stock 5/5000 vs fix 0/5000",
+			builds: []Build{build("stock", 5, 5000, nil), build("fix", 0, 5000, nil)},
+			want: []string{
+				"## Tests against stock\n",
+				"at α = 0.01",
+				"| build | stranded vs stock | test | p | verdict | safety violations vs stock | test | p | verdict |\n|---|---:|---|---:|---|---:|---|---:|---|\n",
+				"| fix | 0/5000 vs 5/5000 | fisher-exact one-sided (fewer strandings) | 0.031 | no evidence either way (p = 0.031) |" +
+					" 0/5000 vs 0/5000 | fisher-exact one-sided (fewer safety violations) | 1 | no evidence either way (p = 1) |\n",
+				"interval overlaps stock's; Fisher exact test: no evidence either way (p = 0.031); no safety violations",
+			},
+			notWant: []string{"| stock | 5/5000", "strands less than"},
+		},
+		{
+			// C(5000,20)/C(10000,20) = 9.357e-7 <= 0.01.
+			name:   "stock 20/5000 vs fix 0/5000",
+			builds: []Build{build("stock", 20, 5000, nil), build("fix", 0, 5000, nil)},
+			want: []string{
+				"| fix | 0/5000 vs 20/5000 | fisher-exact one-sided (fewer strandings) | 9.4e-7 | fix strands less than stock, p = 9.4e-7 |",
+				"; Fisher exact test: fix strands less than stock, p = 9.4e-7; no safety violations",
+			},
+			notWant: []string{"no evidence either way (p = 9.4e-7)"},
+		},
+		{
+			// The opposite one-sided test names a build that strands more.
+			name:   "a build that strands more",
+			builds: []Build{build("stock", 0, 5000, nil), build("regress", 20, 5000, nil)},
+			want: []string{
+				"| regress | 20/5000 vs 0/5000 | fisher-exact one-sided (more strandings) | 9.4e-7 | regress strands more than stock, p = 9.4e-7 |",
+				"; Fisher exact test: regress strands more than stock, p = 9.4e-7",
+			},
+		},
+		{
+			// Safety: 12/100 vs 0/100, C(100,12)/C(200,12) = 1.7e-4; 2/100
+			// vs 0/100 leans towards more, C(100,2)/C(200,2) = 0.25; 7 in 5
+			// cycles is not a count of cycles.
+			name: "safety violations",
+			builds: []Build{build("stock", 0, 100, nil), withSafety(build("retry", 0, 100, nil), 12),
+				withSafety(build("mild", 0, 100, nil), 2), withSafety(build("busy", 0, 5, nil), 7)},
+			want: []string{
+				"| retry | 0/100 vs 0/100 | fisher-exact one-sided (fewer strandings) | 1 | no evidence either way (p = 1) |" +
+					" 12/100 vs 0/100 | fisher-exact one-sided (more safety violations) | 0.00017 | retry has more safety violations than stock, p = 0.00017 |",
+				"| mild | 0/100 vs 0/100 | fisher-exact one-sided (fewer strandings) | 1 | no evidence either way (p = 1) |" +
+					" 2/100 vs 0/100 | fisher-exact one-sided (more safety violations) | 0.25 | no evidence either way (p = 0.25) |",
+				"| busy | 0/5 vs 0/100 | fisher-exact one-sided (fewer strandings) | 1 | no evidence either way (p = 1) |" +
+					" 7/5 vs 0/100 | fisher-exact one-sided (fewer safety violations) | – | not tested: busy has 7 safety violations in 5 cycles, more than one per cycle |",
+			},
+		},
+		{
+			name:   "a build with no cycles yet",
+			builds: []Build{build("stock", 3, 50, nil), build("fix", 0, 0, nil)},
+			want: []string{
+				"| fix | 0/0 vs 3/50 | fisher-exact one-sided (fewer strandings) | – | not tested: fix has run no cycles |",
+				"- `fix`: no cycles run yet\n",
+			},
+		},
+		{
+			name:   "stock alone",
+			builds: []Build{build("stock", 3, 50, nil)},
+			want:   []string{"## Tests against stock\n\nOnly `stock` ran: nothing to test against it.\n"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := CompareMarkdown(&Report{Scenario: "s", Complete: true, Builds: tc.builds})
+			for _, w := range tc.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("missing %q in:\n%s", w, got)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("unexpected %q in:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+func TestPValueText(t *testing.T) {
+	tests := []struct {
+		p    float64
+		want string
+	}{
+		{0.031218751564063077, "0.031"},
+		{0.0031, "0.0031"},
+		{0.31, "0.31"},
+		{1, "1"},
+		{9.356908105548281e-07, "9.4e-7"},
+		{6.704963314e-15, "6.7e-15"},
+		// Two digits would read "0.01", on the wrong side of α = 0.01.
+		{0.0104, "0.0104"},
+		{0.010004, "0.010004"},
+		{0.00996, "0.01"}, // rejected, and "0.01" <= α too
+		{0, "< 1e-300"},
+	}
+	for _, tc := range tests {
+		if got := pValueText(tc.p); got != tc.want {
+			t.Errorf("pValueText(%v) = %q, want %q", tc.p, got, tc.want)
+		}
+	}
+	// In a verdict: 5000/5000 vs 0/5000 has p = 1/C(10000,5000), which
+	// underflows to 0.
+	if got := pEquals(0); got != "p < 1e-300" {
+		t.Errorf("pEquals(0) = %q", got)
+	}
+	if got := pEquals(0.0312); got != "p = 0.031" {
+		t.Errorf("pEquals(0.0312) = %q", got)
+	}
+}
+
+// TestReportJSONCarriesTheTests checks report.json's versus_baseline and
+// safety_versus_baseline as written by Write and read back by Read.
+func TestReportJSONCarriesTheTests(t *testing.T) {
+	dir := t.TempDir()
+	r := &Report{Scenario: "s", Complete: true, Builds: []Build{
+		build("stock", 20, 5000, nil), withSafety(build("fix", 0, 5000, nil), 1), build("slow", 5, 5000, nil)}}
+	if err := Write(r, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	if r.Builds[1].VersusBaseline != nil {
+		t.Error("Write changed the caller's report")
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var generic struct {
+		Builds []map[string]json.RawMessage `json:"builds"`
+	}
+	if err := json.Unmarshal(data, &generic); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"versus_baseline", "safety_versus_baseline"} {
+		if _, ok := generic.Builds[0][k]; ok {
+			t.Errorf("the baseline has %s", k)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(generic.Builds[1][k], &v); err != nil {
+			t.Fatalf("fix's %s: %v in %s", k, err, data)
+		}
+		for _, f := range []string{"test", "p_value", "verdict"} {
+			if _, ok := v[f]; !ok {
+				t.Errorf("fix's %s lacks %q: %v", k, f, v)
+			}
+		}
+	}
+
+	back, err := Read(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		got  *Versus
+		test string
+		p    float64 // hand value
+		verd string
+	}{
+		// C(5000,20)/C(10000,20).
+		{"fix strandings", back.Builds[1].VersusBaseline, "fisher-exact one-sided (fewer strandings)", 9.356908105548281e-07,
+			"fix strands less than stock, p = 9.4e-7"},
+		// 1 vs 0 of 5000: leans towards more, P(the one in fix) = 1/2.
+		{"fix safety", back.Builds[1].SafetyVersusBaseline, "fisher-exact one-sided (more safety violations)", 0.5,
+			"no evidence either way (p = 0.5)"},
+		// 5/5000 vs 20/5000: P(X_B <= 5 | 25 in all), by exact rational
+		// arithmetic (Python fractions and math.comb).
+		{"slow strandings", back.Builds[2].VersusBaseline, "fisher-exact one-sided (fewer strandings)", 0.0020165577149574357,
+			"slow strands less than stock, p = 0.002"},
+	}
+	for _, tc := range tests {
+		if tc.got == nil || tc.got.PValue == nil {
+			t.Errorf("%s: %+v", tc.name, tc.got)
+			continue
+		}
+		if tc.got.Test != tc.test || math.Abs(*tc.got.PValue-tc.p) > 1e-6*tc.p || tc.got.Verdict != tc.verd {
+			t.Errorf("%s = {%q, %v, %q}, want {%q, %v, %q}", tc.name, tc.got.Test, *tc.got.PValue, tc.got.Verdict, tc.test, tc.p, tc.verd)
+		}
+	}
+
+	// No baseline, no tests.
+	data, err = json.Marshal(&Report{Builds: []Build{build("fix", 0, 10, nil), build("other", 3, 10, nil)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "versus_baseline") {
+		t.Errorf("a report without stock has tests: %s", data)
 	}
 }
 

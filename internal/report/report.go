@@ -62,8 +62,15 @@ type Build struct {
 	// condition holding continuously), with evidence and timeline.
 	SafetyFindings []SafetyFinding `json:"safety_findings"`
 	// Expectation is the scenario's outcome band for this build, checked.
-	Expectation *Expectation  `json:"expectation,omitempty"`
-	CycleLog    []cycle.Cycle `json:"cycle_log,omitempty"`
+	Expectation *Expectation `json:"expectation,omitempty"`
+	// VersusBaseline tests the build's stranded cycles against the
+	// baseline build's, SafetyVersusBaseline its safety violations
+	// (compare.go). Absent for the baseline itself and when the report has
+	// no baseline; recomputed from the counts whenever the report is
+	// marshalled (Report.MarshalJSON).
+	VersusBaseline       *Versus       `json:"versus_baseline,omitempty"`
+	SafetyVersusBaseline *Versus       `json:"safety_versus_baseline,omitempty"`
+	CycleLog             []cycle.Cycle `json:"cycle_log,omitempty"`
 }
 
 // Expectation is a build's outcome held against the scenario's band.

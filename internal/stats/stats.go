@@ -1,5 +1,6 @@
 // Package stats holds the statistics strandlab reports: binomial rates with
-// confidence intervals and latency percentiles.
+// confidence intervals, latency percentiles, Fisher's exact test of one
+// build against another and the power plan for it (docs/statistics.md).
 package stats
 
 import (
