@@ -1,7 +1,7 @@
-// Package detector finds stranded volumes and safety violations, exactly as
-// docs/design.md defines them ("Definitions"), in a snapshot of API objects. It is pure: no API
-// calls, no clock; callers pass snapshots (from informers or a one-off list)
-// and their times.
+// Package detector finds stranded volumes, safety violations and phantom
+// listings, exactly as docs/design.md defines them ("Definitions"), in a
+// snapshot of API objects. It is pure: no API calls, no clock; callers pass
+// snapshots (from informers or a one-off list) and their times.
 package detector
 
 import (
@@ -20,7 +20,8 @@ type Kind string
 
 const (
 	// Stranded: attached (VolumeAttachment attached) but missing from the
-	// node's status.volumesAttached while a pod on the node needs it.
+	// node's status.volumesAttached while a pod on the node waits for it
+	// (Strandable).
 	Stranded Kind = "stranded"
 	// ListedNotAttached: safety violation (a) — listed in
 	// status.volumesAttached with no attached, live VolumeAttachment, while a
@@ -31,6 +32,12 @@ const (
 	// (a container started, the pod still exists, and the kubelet still
 	// reports the volume in the node's status.volumesInUse).
 	DetachedUnderMount Kind = "detached_under_mount"
+	// PhantomListing: listed in the node's status.volumesAttached with no
+	// attached, live VolumeAttachment while no pod on the node needs the
+	// volume. Not a safety violation (no pod may mount it), but the node
+	// status lies; it becomes violation (a) once a pod on the node needs the
+	// volume. Disjoint from (a) by construction. Its finding has no pod.
+	PhantomListing Kind = "phantom_listing"
 )
 
 // Snapshot is the API state at one time.
@@ -42,12 +49,21 @@ type Snapshot struct {
 	PVs               []corev1.PersistentVolume
 	VolumeAttachments []storagev1.VolumeAttachment
 	CSIDrivers        []storagev1.CSIDriver
+	// Namespace is the namespace Pods and PVCs were read from, "" for all
+	// namespaces. A phantom listing needs every pod that could use the
+	// volume, so with a namespace only volumes whose PV is claimed from it
+	// are checked for one.
+	Namespace string
 }
 
-// Finding is one condition on one (pod, node, volume).
+// Finding is one condition on one (pod, node, volume); a phantom listing
+// has no pod (Pod and PodUID are empty).
 type Finding struct {
-	Kind   Kind   `json:"kind"`
-	Pod    string `json:"pod"` // namespace/name
+	Kind Kind   `json:"kind"`
+	Pod  string `json:"pod"` // namespace/name, for display
+	// PodUID identifies the pod: a StatefulSet replacement has its
+	// predecessor's name but a new UID, so its findings are new ones.
+	PodUID string `json:"pod_uid"`
 	Node   string `json:"node"`
 	Volume string `json:"volume"` // unique volume name
 	PV     string `json:"pv"`
@@ -59,8 +75,23 @@ type Finding struct {
 	Evidence string    `json:"evidence"`
 }
 
-// Key identifies a finding across snapshots.
-func (f Finding) Key() string { return string(f.Kind) + "|" + f.Pod + "|" + f.Node + "|" + f.Volume }
+// Key identifies a finding across snapshots: (kind, pod UID, node,
+// volume). The pod's name is in the key too; that changes nothing (a UID
+// belongs to one name) except for objects without a UID (fake clients in
+// tests), which stay apart by name.
+func (f Finding) Key() string {
+	return string(f.Kind) + "|" + f.Pod + "|" + f.PodUID + "|" + f.Node + "|" + f.Volume
+}
+
+// Strandable reports whether pod can have a stranded volume
+// (docs/design.md, "Stranded"): bound to a node, not being deleted, and not
+// Running. A Running pod has its volumes mounted already (the kubelet
+// mounts only volumes listed in status.volumesAttached), so a volume
+// missing from the list does not hold it back. The runner (through Check
+// and Tracker) and strandscan (through Check) both decide with it.
+func Strandable(pod *corev1.Pod) bool {
+	return pod.Spec.NodeName != "" && pod.DeletionTimestamp == nil && pod.Status.Phase != corev1.PodRunning
+}
 
 // AttachmentName is the name the attach/detach controller gives the
 // VolumeAttachment of a CSI volume on a node, so that a finding names it
@@ -141,7 +172,7 @@ func Check(s Snapshot) []Finding {
 		}
 		listed := slices.ContainsFunc(node.Status.VolumesAttached, func(a corev1.AttachedVolume) bool { return string(a.Name) == u.unique })
 		va := vas[[2]string{u.pv.Name, node.Name}]
-		f := Finding{Pod: u.pod.Namespace + "/" + u.pod.Name, Node: node.Name, Volume: u.unique, PV: u.pv.Name, Since: s.Time}
+		f := Finding{Pod: u.pod.Namespace + "/" + u.pod.Name, PodUID: string(u.pod.UID), Node: node.Name, Volume: u.unique, PV: u.pv.Name, Since: s.Time}
 		f.VolumeAttachment = AttachmentName(u.pv.Spec.CSI.VolumeHandle, u.pv.Spec.CSI.Driver, node.Name)
 		if va != nil {
 			f.VolumeAttachment = va.Name
@@ -149,7 +180,7 @@ func Check(s Snapshot) []Finding {
 		vaLive := va != nil && va.DeletionTimestamp == nil
 		vaAttached := vaLive && va.Status.Attached
 		switch {
-		case u.pod.DeletionTimestamp == nil && vaAttached && !listed:
+		case Strandable(u.pod) && vaAttached && !listed:
 			f.Kind = Stranded
 			f.Evidence = fmt.Sprintf("VolumeAttachment %s attached=true, volume absent from node %s status.volumesAttached %v", va.Name, node.Name, attachedNames(node))
 		case listed && !vaAttached && mayMount(u.pod):
@@ -163,7 +194,60 @@ func Check(s Snapshot) []Finding {
 		}
 		out = append(out, f)
 	}
+	out = append(out, phantoms(s, uses, noAttach, vas)...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Key() < out[j].Key() })
+	return out
+}
+
+// phantoms are the phantom listings of s: for every volume listed in a
+// node's status.volumesAttached, no attached, live VolumeAttachment for
+// (volume, node), and no pod on the node that needs the volume (not
+// finished: the same mayMount that makes violation (a), so the two are
+// disjoint). A listed volume counts only if the snapshot has its PV (an
+// attachable CSI volume, named as in the list) and, when the snapshot is of
+// one namespace, the PV is claimed from that namespace.
+func phantoms(s Snapshot, uses []podVolume, noAttach map[string]bool, vas map[[2]string]*storagev1.VolumeAttachment) []Finding {
+	byUnique := map[string]*corev1.PersistentVolume{}
+	for i := range s.PVs {
+		pv := &s.PVs[i]
+		if pv.Spec.CSI == nil || noAttach[pv.Spec.CSI.Driver] {
+			continue
+		}
+		if s.Namespace != "" && (pv.Spec.ClaimRef == nil || pv.Spec.ClaimRef.Namespace != s.Namespace) {
+			continue // pods of other namespaces may need it: not in the snapshot
+		}
+		byUnique[UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)] = pv
+	}
+	needed := map[[2]string]bool{} // (unique volume name, node)
+	for _, u := range uses {
+		if mayMount(u.pod) {
+			needed[[2]string{u.unique, u.pod.Spec.NodeName}] = true
+		}
+	}
+	var out []Finding
+	for i := range s.Nodes {
+		node := &s.Nodes[i]
+		seen := map[string]bool{}
+		for _, a := range node.Status.VolumesAttached {
+			unique := string(a.Name)
+			pv := byUnique[unique]
+			if pv == nil || seen[unique] || needed[[2]string{unique, node.Name}] {
+				continue
+			}
+			seen[unique] = true
+			va := vas[[2]string{pv.Name, node.Name}]
+			if va != nil && va.DeletionTimestamp == nil && va.Status.Attached {
+				continue
+			}
+			f := Finding{Kind: PhantomListing, Node: node.Name, Volume: unique, PV: pv.Name, Since: s.Time,
+				VolumeAttachment: AttachmentName(pv.Spec.CSI.VolumeHandle, pv.Spec.CSI.Driver, node.Name),
+				Evidence:         fmt.Sprintf("volume listed in node %s status.volumesAttached, but %s and no pod on the node needs it", node.Name, attachmentState(va))}
+			if va != nil {
+				f.VolumeAttachment = va.Name
+			}
+			out = append(out, f)
+		}
+	}
 	return out
 }
 
@@ -220,7 +304,8 @@ func attachedNames(n *corev1.Node) []string {
 // default 30 s) — the attach/detach controller normally reports within one
 // 100 ms loop, so anything longer is not a race of the moment.
 type Tracker struct {
-	// Threshold for Stranded; safety violations use SafetyThreshold.
+	// Threshold for Stranded; safety violations and phantom listings use
+	// SafetyThreshold.
 	Threshold       time.Duration
 	SafetyThreshold time.Duration
 	since           map[string]time.Time

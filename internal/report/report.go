@@ -29,6 +29,7 @@ type Report struct {
 	Scenario            string                          `json:"scenario"`
 	Provider            string                          `json:"provider"`
 	Seed                int64                           `json:"seed"`
+	Seeds               []int64                         `json:"seeds,omitempty"`
 	KubernetesVersion   string                          `json:"kubernetes_version"`
 	ClusterStartSeconds float64                         `json:"cluster_start_seconds"`
 	Components          map[string]provenance.Component `json:"components"`
@@ -39,6 +40,11 @@ type Report struct {
 	Interrupted bool `json:"interrupted"`
 	// Complete is false while a run is still writing its report.
 	Complete bool `json:"complete"`
+	// Seeds (distinct, sorted; Seed is then the first input's) and
+	// MergedFrom (run ids) are what a merged report pools (merge.go); Notes
+	// say where its figures are approximate. All absent from a run's report.
+	MergedFrom []string `json:"merged_from,omitempty"`
+	Notes      []string `json:"notes,omitempty"`
 }
 
 // Build is the outcome for one controller build.
@@ -61,6 +67,13 @@ type Build struct {
 	// SafetyFindings are the safety violations, one per episode (a
 	// condition holding continuously), with evidence and timeline.
 	SafetyFindings []SafetyFinding `json:"safety_findings"`
+	// PhantomListings counts the phantom listings (a volume listed in a
+	// node's status.volumesAttached with no attached VolumeAttachment and
+	// no pod on the node needing it; not a safety violation), one per
+	// episode like safety violations; PhantomFindings lists them with
+	// evidence and timeline (AddPhantomListings).
+	PhantomListings int             `json:"phantom_listings"`
+	PhantomFindings []SafetyFinding `json:"phantom_findings,omitempty"`
 	// Expectation is the scenario's outcome band for this build, checked.
 	Expectation *Expectation `json:"expectation,omitempty"`
 	// VersusBaseline tests the build's stranded cycles against the
@@ -102,6 +115,8 @@ type Stranding struct {
 	VolumeAttachment string          `json:"volume_attachment,omitempty"`
 	DetectedAfterMS  float64         `json:"detected_after_ms"`
 	Timeline         []TimelineEntry `json:"timeline"`
+	// RunID is the run the stranding came from, in a merged report.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // SafetyFinding is one safety violation with the timeline that led to it.
@@ -109,13 +124,19 @@ type SafetyFinding struct {
 	detector.Finding
 	// Timeline's t_ms is relative to the violation's start (Since).
 	Timeline []TimelineEntry `json:"timeline,omitempty"`
+	// RunID is the run the violation came from, in a merged report.
+	RunID string `json:"run_id,omitempty"`
 }
 
 // SafetyFindingOf adds the detector's verdict to what the API and the proxy
 // showed around the violation and makes the times relative to its start.
+// A phantom listing (not a safety violation) is built the same way.
 func SafetyFindingOf(f detector.Finding, seen []timeline.Entry) SafetyFinding {
-	entries := append(slices.Clone(seen), timeline.Entry{Time: f.Since, Source: timeline.Detector,
-		Event: fmt.Sprintf("safety violation (%s) begins: %s", f.Kind, f.Evidence)})
+	begins := fmt.Sprintf("safety violation (%s) begins: %s", f.Kind, f.Evidence)
+	if f.Kind == detector.PhantomListing {
+		begins = "phantom listing begins: " + f.Evidence
+	}
+	entries := append(slices.Clone(seen), timeline.Entry{Time: f.Since, Source: timeline.Detector, Event: begins})
 	return SafetyFinding{Finding: f, Timeline: relative(entries, f.Since)}
 }
 
@@ -197,6 +218,13 @@ func strandingOf(c cycle.Cycle) Stranding {
 		timeline.Entry{Time: c.DetectedAt, Source: timeline.Detector, Event: "still stranded past the threshold: counted"})
 	return Stranding{Cycle: c.Index, Pod: f.Pod, Node: f.Node, Volume: f.Volume, VolumeAttachment: f.VolumeAttachment,
 		DetectedAfterMS: float64(c.DetectedAt.Sub(c.DeletedAt).Microseconds()) / 1000, Timeline: relative(entries, c.DeletedAt)}
+}
+
+// AddPhantomListings puts the build's phantom listings (one per episode,
+// from SafetyFindingOf) in its report, oldest first.
+func AddPhantomListings(b *Build, phantoms []SafetyFinding) {
+	b.PhantomListings = len(phantoms)
+	b.PhantomFindings = slices.SortedStableFunc(slices.Values(phantoms), func(x, y SafetyFinding) int { return x.Since.Compare(y.Since) })
 }
 
 // AddProxyCounters fills the build's controller request counts per cycle
@@ -319,8 +347,8 @@ func Markdown(r *Report) string {
 	case !r.Complete:
 		status = "in progress (partial)"
 	}
-	fmt.Fprintf(&b, "- run: `%s` (%s)\n- provider: %s, Kubernetes %s, seed %d\n- cluster start: %.1f s\n\n",
-		r.RunID, status, r.Provider, r.KubernetesVersion, r.Seed, r.ClusterStartSeconds)
+	fmt.Fprintf(&b, "- run: `%s` (%s)\n- provider: %s, Kubernetes %s, seed %d\n- cluster start: %.1f s\n%s\n",
+		r.RunID, status, r.Provider, r.KubernetesVersion, r.Seed, r.ClusterStartSeconds, mergedMarkdown(r))
 	b.WriteString("## Builds\n\n")
 	b.WriteString(Table(r))
 	b.WriteString("\n## Components\n\n| component | version | provenance |\n|---|---|---|\n")
@@ -350,17 +378,40 @@ func Markdown(r *Report) string {
 				bld.Name, f.Kind, f.Pod, f.Node, f.Volume, f.Since.UTC().Format("15:04:05.000"))
 			writeTimeline(&b, f.Timeline)
 		}
+		writePhantomListings(&b, bld)
 		for i, s := range bld.Strandings {
 			if i == maxTimelinesPerKind {
 				fmt.Fprintf(&b, "\n(%d more strandings: their timelines are in report.json)\n", len(bld.Strandings)-i)
 				break
 			}
-			fmt.Fprintf(&b, "\n## Stranding: build %s, cycle %d\n\npod %s on %s, volume `%s`, detected after %.0f ms\n\n| t (ms) | source | event |\n|---:|---|---|\n",
-				bld.Name, s.Cycle, s.Pod, s.Node, s.Volume, s.DetectedAfterMS)
+			fmt.Fprintf(&b, "\n## Stranding: build %s, cycle %d%s\n\npod %s on %s, volume `%s`, detected after %.0f ms\n\n| t (ms) | source | event |\n|---:|---|---|\n",
+				bld.Name, s.Cycle, ofRun(s.RunID), s.Pod, s.Node, s.Volume, s.DetectedAfterMS)
 			writeTimeline(&b, s.Timeline)
 		}
 	}
 	return b.String()
+}
+
+// writePhantomListings lists a build's phantom listings like its safety
+// violations: a table, then the first timelines.
+func writePhantomListings(b *bytes.Buffer, bld Build) {
+	if len(bld.PhantomFindings) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Phantom listings: build %s\n\n| since | node | volume | volume attachment | evidence |\n|---|---|---|---|---|\n", bld.Name)
+	for _, f := range bld.PhantomFindings {
+		fmt.Fprintf(b, "| %s | %s | `%s` | %s | %s |\n", f.Since.UTC().Format("15:04:05.000"), f.Node, f.Volume, f.VolumeAttachment,
+			strings.ReplaceAll(f.Evidence, "|", "\\|"))
+	}
+	for i, f := range bld.PhantomFindings {
+		if i == maxTimelinesPerKind {
+			fmt.Fprintf(b, "\n(%d more phantom listings: their timelines are in report.json)\n", len(bld.PhantomFindings)-i)
+			break
+		}
+		fmt.Fprintf(b, "\n## Phantom listing: build %s\n\nnode %s, volume `%s`, from %s\n\n| t (ms) | source | event |\n|---:|---|---|\n",
+			bld.Name, f.Node, f.Volume, f.Since.UTC().Format("15:04:05.000"))
+		writeTimeline(b, f.Timeline)
+	}
 }
 
 // maxTimelinesPerKind bounds report.md on long runs; report.json has all.

@@ -87,7 +87,7 @@ func TestWriteIsCompleteAndCopiedToLatest(t *testing.T) {
 		}
 		build := generic["builds"].([]any)[0].(map[string]any)
 		for _, k := range []string{"name", "provenance", "cycles", "stranded", "safety_violations", "stranded_rate", "stranded_rate_ci95",
-			"cycles_per_second", "attach_to_running_ms", "api_requests_per_cycle", "pinning_same_node_ratio", "proxy", "strandings"} {
+			"cycles_per_second", "attach_to_running_ms", "api_requests_per_cycle", "pinning_same_node_ratio", "proxy", "strandings", "phantom_listings"} {
 			if _, ok := build[k]; !ok {
 				t.Errorf("build lacks %q", k)
 			}
@@ -122,5 +122,66 @@ func TestSafetyFindingsAreListedWithEvidence(t *testing.T) {
 		if !strings.Contains(md, want) {
 			t.Errorf("report.md lacks %q", want)
 		}
+	}
+}
+
+func TestPhantomListingsAreReportedApartFromSafetyViolations(t *testing.T) {
+	at := time.Date(2026, 11, 29, 12, 0, 0, 0, time.UTC)
+	phantom := func(node string, since time.Time) detector.Finding {
+		return detector.Finding{Kind: detector.PhantomListing, Node: node, Volume: "v1", PV: "pv-1", VolumeAttachment: "csi-1", Since: since,
+			Evidence: "volume listed in node " + node + " status.volumesAttached, but VolumeAttachment csi-1 is being deleted and no pod on the node needs it"}
+	}
+	patched := timeline.Entry{Time: at.Add(-800 * time.Millisecond), Source: timeline.Proxy, Event: "controller PATCH nodes/node-1/status {}"}
+	b := BuildFromCycles("stock", provenance.ControllerBuild{}, cycle.Result{}, nil)
+	AddPhantomListings(&b, []SafetyFinding{SafetyFindingOf(phantom("node-2", at.Add(time.Second)), nil), SafetyFindingOf(phantom("node-1", at), []timeline.Entry{patched})})
+
+	if b.PhantomListings != 2 || len(b.PhantomFindings) != 2 || b.PhantomFindings[0].Node != "node-1" {
+		t.Fatalf("phantoms %d, findings %+v: want both, oldest first", b.PhantomListings, b.PhantomFindings)
+	}
+	if b.SafetyViolations != 0 || len(b.SafetyFindings) != 0 {
+		t.Errorf("safety %d %+v: a phantom listing is not a safety violation", b.SafetyViolations, b.SafetyFindings)
+	}
+	if tl := b.PhantomFindings[0].Timeline; len(tl) != 2 || tl[0].TMS != -800 || tl[1].Source != timeline.Detector ||
+		!strings.HasPrefix(tl[1].Event, "phantom listing begins: volume listed") {
+		t.Errorf("timeline %+v: want the PATCH 800 ms before the detector's phantom listing", tl)
+	}
+
+	js, err := json.Marshal(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var shape struct {
+		PhantomListings *int `json:"phantom_listings"`
+		PhantomFindings []struct {
+			Kind     string  `json:"kind"`
+			Node     string  `json:"node"`
+			Pod      *string `json:"pod"`
+			PodUID   *string `json:"pod_uid"`
+			Timeline []any   `json:"timeline"`
+		} `json:"phantom_findings"`
+	}
+	if err := json.Unmarshal(js, &shape); err != nil {
+		t.Fatal(err)
+	}
+	if shape.PhantomListings == nil || *shape.PhantomListings != 2 || len(shape.PhantomFindings) != 2 {
+		t.Fatalf("report.json: %s", js)
+	}
+	if f := shape.PhantomFindings[0]; f.Kind != "phantom_listing" || f.Node != "node-1" || f.Pod == nil || *f.Pod != "" || f.PodUID == nil || len(f.Timeline) != 2 {
+		t.Errorf("phantom_findings[0] %+v in %s", f, js)
+	}
+	none, _ := json.Marshal(BuildFromCycles("fix", provenance.ControllerBuild{}, cycle.Result{}, nil))
+	if !strings.Contains(string(none), `"phantom_listings":0`) || strings.Contains(string(none), "phantom_findings") {
+		t.Errorf("a build without phantom listings: %s", none)
+	}
+
+	md := Markdown(&Report{Scenario: "s", Builds: []Build{b}})
+	for _, want := range []string{"## Phantom listings: build stock", "| node-1 | `v1` | csi-1 | volume listed in node node-1",
+		"## Phantom listing: build stock", "| -800 | proxy | controller PATCH nodes/node-1/status {} |", "phantom listing begins"} {
+		if !strings.Contains(md, want) {
+			t.Errorf("report.md lacks %q", want)
+		}
+	}
+	if strings.Contains(md, "Safety violation") {
+		t.Errorf("report.md lists phantom listings as safety violations:\n%s", md)
 	}
 }

@@ -255,6 +255,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		Explain: func(cy cycle.Cycle) []timeline.Entry { return strands.Explain(ctx, cy) },
 		OnProgress: func(done cycle.Result) {
 			partial := report.BuildFromCycles(build, controller.Provenance, done, strands.SafetyViolations())
+			report.AddPhantomListings(&partial, strands.PhantomListings())
 			rep.Builds = append(rep.Builds, partial)
 			if err := save(); err != nil {
 				klog.ErrorS(err, "Writing the partial report failed")
@@ -263,6 +264,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		},
 	})
 	b := report.BuildFromCycles(build, controller.Provenance, res, strands.SafetyViolations())
+	report.AddPhantomListings(&b, strands.PhantomListings())
 	if band, ok := sc.BandFor(build); ok && !res.Interrupted {
 		unmet := band.Check(outcomeOf(b, res))
 		b.Expectation = &report.Expectation{Met: len(unmet) == 0, Unmet: unmet}

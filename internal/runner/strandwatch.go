@@ -3,12 +3,14 @@ package runner
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
 
@@ -30,11 +32,16 @@ const safetyHold = 200 * time.Millisecond
 // strandWatch feeds the detector a snapshot of the API objects every
 // snapshotInterval, from informer caches, and remembers what it found.
 type strandWatch struct {
-	mu       sync.Mutex
-	stranded map[string]detector.Finding // by pod (namespace/name), latest
-	// safety: one per episode (a finding's key and the start of the
-	// condition), with its timeline as seen when first reported.
-	safety map[string]report.SafetyFinding
+	mu sync.Mutex
+	// stranded: by pod (namespace/name), latest; a finding also names its
+	// pod's UID, which StrandedPod matches against the pod that has the
+	// name now (pods).
+	stranded map[string]detector.Finding
+	pods     corelisters.PodLister
+	// safety and phantoms: one per episode (a finding's key and the start
+	// of the condition), with its timeline as seen when first reported.
+	safety   map[string]report.SafetyFinding
+	phantoms map[string]report.SafetyFinding
 	// changes feeds the timelines; proxied adds the proxy's journal (nil
 	// when the cluster has no proxy).
 	changes *transitions
@@ -79,14 +86,15 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, proxied 
 		return nil, fmt.Errorf("detector caches did not sync: %w", ctx.Err())
 	}
 	changes.start()
-	w := &strandWatch{stranded: map[string]detector.Finding{}, safety: map[string]report.SafetyFinding{}, changes: changes, proxied: proxied,
+	w := &strandWatch{stranded: map[string]detector.Finding{}, pods: pods.Lister(), safety: map[string]report.SafetyFinding{},
+		phantoms: map[string]report.SafetyFinding{}, changes: changes, proxied: proxied,
 		sampled: make(chan struct{}), factories: []informers.SharedInformerFactory{nsFactory, factory}}
-	// A safety violation counts once it holds in two snapshots in a row
-	// (longer than safetyHold): the harness's watches of nodes, pods and
-	// VolumeAttachments are separate streams, and a snapshot can catch one a
-	// few milliseconds ahead of another (e.g. a VolumeAttachment deleted
-	// right after the status patch that preceded it); the windows of the
-	// bugs last much longer.
+	// A safety violation (and a phantom listing likewise) counts once it
+	// holds in two snapshots in a row (longer than safetyHold): the
+	// harness's watches of nodes, pods and VolumeAttachments are separate
+	// streams, and a snapshot can catch one a few milliseconds ahead of
+	// another (e.g. a VolumeAttachment deleted right after the status patch
+	// that preceded it); the windows of the bugs last much longer.
 	tracker := detector.NewTracker(threshold, safetyHold)
 	go func() {
 		defer close(w.sampled)
@@ -97,7 +105,9 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, proxied 
 			case <-ctx.Done():
 				return
 			case now := <-t.C:
-				s := detector.Snapshot{Time: now}
+				// Pods and PVCs are the namespace's: phantom listings are
+				// looked for only on volumes claimed from it.
+				s := detector.Snapshot{Time: now, Namespace: namespace}
 				for _, p := range must(pods.Lister().List(labels.Everything())) {
 					s.Pods = append(s.Pods, *p)
 				}
@@ -135,41 +145,80 @@ func (w *strandWatch) record(ctx context.Context, findings []detector.Finding) {
 	var fresh []detector.Finding
 	w.mu.Lock()
 	for _, f := range findings {
-		if f.Kind == detector.Stranded {
+		switch {
+		case f.Kind == detector.Stranded:
 			w.stranded[f.Pod] = f
-		} else if _, ok := w.safety[episode(f)]; !ok {
-			fresh = append(fresh, f)
+		case f.Kind == detector.PhantomListing:
+			if _, ok := w.phantoms[episode(f)]; !ok {
+				fresh = append(fresh, f)
+			}
+		default:
+			if _, ok := w.safety[episode(f)]; !ok {
+				fresh = append(fresh, f)
+			}
 		}
 	}
 	w.mu.Unlock()
 	for _, f := range fresh {
+		// A phantom listing has no pod: its timeline is the node's, the
+		// volume's and the attachment's.
 		focus := timeline.Focus{Pod: f.Pod, Node: f.Node, Volume: f.Volume, PV: f.PV, Attachment: f.VolumeAttachment,
 			From: f.Since.Add(-safetyLookback), To: time.Now()}
 		sf := report.SafetyFindingOf(f, w.timeline(ctx, focus))
 		w.mu.Lock()
-		w.safety[episode(f)] = sf
+		if f.Kind == detector.PhantomListing {
+			w.phantoms[episode(f)] = sf
+		} else {
+			w.safety[episode(f)] = sf
+		}
 		w.mu.Unlock()
 	}
 }
 
-// episode identifies one safety violation: the same pod, node and volume
-// may be unsafe again in a later cycle, and that counts again.
+// episode identifies one safety violation or phantom listing: the same
+// pod, node and volume may be unsafe again in a later cycle, and that
+// counts again.
 func episode(f detector.Finding) string { return f.Key() + "|" + f.Since.Format(time.RFC3339Nano) }
 
-// StrandedPod returns the latest stranding reported for pod.
+// StrandedPod returns the latest stranding reported for pod (namespace/name)
+// if it is a stranding of the pod that has that name now: one of an earlier
+// pod of the same name (a StatefulSet pod since replaced, with another UID)
+// is not returned. churn asks by name only; the pod's current UID comes from
+// the same informer cache the detector's snapshots are taken from, so it is
+// never older than the finding's.
 func (w *strandWatch) StrandedPod(pod string) (detector.Finding, bool) {
 	w.mu.Lock()
-	defer w.mu.Unlock()
 	f, ok := w.stranded[pod]
-	return f, ok
+	w.mu.Unlock()
+	if !ok {
+		return detector.Finding{}, false
+	}
+	ns, name, _ := strings.Cut(pod, "/")
+	current, err := w.pods.Pods(ns).Get(name)
+	if err != nil || string(current.UID) != f.PodUID {
+		return detector.Finding{}, false // gone, or replaced since
+	}
+	return f, true
 }
 
 // SafetyViolations are the safety violations seen so far, one per episode.
 func (w *strandWatch) SafetyViolations() []report.SafetyFinding {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	out := make([]report.SafetyFinding, 0, len(w.safety))
-	for _, f := range w.safety {
+	return episodes(w.safety)
+}
+
+// PhantomListings are the phantom listings seen so far, one per episode
+// (report.AddPhantomListings puts them in a build's report).
+func (w *strandWatch) PhantomListings() []report.SafetyFinding {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return episodes(w.phantoms)
+}
+
+func episodes(m map[string]report.SafetyFinding) []report.SafetyFinding {
+	out := make([]report.SafetyFinding, 0, len(m))
+	for _, f := range m {
 		out = append(out, f)
 	}
 	return out

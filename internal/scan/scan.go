@@ -27,7 +27,8 @@ type Options struct {
 	// read in full.
 	Namespace string
 	// Threshold is how long a stranded condition must have held to be
-	// reported. Safety violations are reported as found.
+	// reported. Safety violations and phantom listings are reported as
+	// found.
 	Threshold time.Duration
 	// Interval between re-checks of stranded candidates younger than the
 	// threshold; 0 picks a tenth of the threshold, within [100ms, 5s].
@@ -65,6 +66,11 @@ type Counts struct {
 	Findings                  int `json:"findings"`
 	Stranded                  int `json:"stranded"`
 	SafetyViolations          int `json:"safety_violations"`
+	// PhantomListings are volumes listed in a node's
+	// status.volumesAttached with no attached VolumeAttachment while no pod
+	// on the node needs them: not safety violations, but the node status
+	// is wrong.
+	PhantomListings int `json:"phantom_listings"`
 	// Resolved are stranded candidates younger than the threshold that
 	// cleared during the re-check: normal attach/detach in progress.
 	Resolved int `json:"resolved"`
@@ -72,12 +78,16 @@ type Counts struct {
 
 // Finding is one reported condition.
 type Finding struct {
-	// Kind is stranded, listed_not_attached or detached_under_mount.
-	Kind   detector.Kind `json:"kind"`
-	Node   string        `json:"node"`
-	Pod    string        `json:"pod"`    // namespace/name
-	Volume string        `json:"volume"` // unique volume name, kubernetes.io/csi/<driver>^<handle>
-	PV     string        `json:"pv"`
+	// Kind is stranded, listed_not_attached, detached_under_mount or
+	// phantom_listing.
+	Kind detector.Kind `json:"kind"`
+	Node string        `json:"node"`
+	// Pod (namespace/name) and PodUID are "" for a phantom listing, which
+	// is about no pod.
+	Pod    string `json:"pod"`
+	PodUID string `json:"pod_uid"`
+	Volume string `json:"volume"` // unique volume name, kubernetes.io/csi/<driver>^<handle>
+	PV     string `json:"pv"`
 	// VolumeAttachment is "" when none exists.
 	VolumeAttachment string `json:"volume_attachment"`
 	// Since is when the condition began, as far as the API shows
@@ -88,8 +98,11 @@ type Finding struct {
 	SinceEvidence string    `json:"since_evidence"`
 }
 
-// Safety reports whether the finding is a safety violation.
-func (f Finding) Safety() bool { return f.Kind != detector.Stranded }
+// Safety reports whether the finding is a safety violation (a phantom
+// listing is not one).
+func (f Finding) Safety() bool {
+	return f.Kind == detector.ListedNotAttached || f.Kind == detector.DetachedUnderMount
+}
 
 func (f Finding) sortKey() string {
 	return string(f.Kind) + "|" + f.Node + "|" + f.Pod + "|" + f.Volume
@@ -128,7 +141,7 @@ func (c *candidate) past(now time.Time, threshold time.Duration) bool {
 }
 
 // Scan snapshots the cluster and returns the findings past the threshold.
-// Safety violations are reported at once. A stranded condition whose
+// Safety violations and phantom listings are reported at once. A stranded condition whose
 // estimated age already exceeds the threshold is reported at once; younger
 // ones are re-checked until they exceed it (by evidence, or by having been
 // seen continuously for the threshold) or clear.
@@ -156,7 +169,7 @@ func Scan(ctx context.Context, client kubernetes.Interface, opts Options) (*Repo
 	for _, f := range detector.Check(s0) {
 		c := &candidate{f: f, firstSeen: s0.Time, since: s0.Time, evidence: "first seen by this scan " + stamp(s0.Time)}
 		if f.Kind != detector.Stranded {
-			logger.V(1).Info("Safety violation", "kind", f.Kind, "pod", f.Pod, "node", f.Node, "volume", f.Volume)
+			logger.V(1).Info("Reported at once", "kind", f.Kind, "pod", f.Pod, "node", f.Node, "volume", f.Volume)
 			confirmed = append(confirmed, c)
 			continue
 		}
@@ -182,12 +195,15 @@ func Scan(ctx context.Context, client kubernetes.Interface, opts Options) (*Repo
 	r.CompletedAt = time.Now().UTC()
 	r.Findings = make([]Finding, 0, len(confirmed))
 	for _, c := range confirmed {
-		f := Finding{Kind: c.f.Kind, Node: c.f.Node, Pod: c.f.Pod, Volume: c.f.Volume, PV: c.f.PV,
+		f := Finding{Kind: c.f.Kind, Node: c.f.Node, Pod: c.f.Pod, PodUID: c.f.PodUID, Volume: c.f.Volume, PV: c.f.PV,
 			VolumeAttachment: c.f.VolumeAttachment, Since: c.since.UTC(), Evidence: c.f.Evidence, SinceEvidence: c.evidence}
 		f.AgeSeconds = r.CompletedAt.Sub(f.Since).Seconds()
-		if f.Safety() {
+		switch {
+		case f.Safety():
 			r.Counts.SafetyViolations++
-		} else {
+		case f.Kind == detector.PhantomListing:
+			r.Counts.PhantomListings++
+		default:
 			r.Counts.Stranded++
 		}
 		r.Findings = append(r.Findings, f)

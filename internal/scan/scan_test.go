@@ -33,8 +33,11 @@ const (
 // attach/detach controller, adjusted by the fields. Times are ages relative
 // to the test's start, since the scan measures against the real clock.
 type world struct {
+	noPod        bool // the pod is gone (its PVC and PV stay)
 	podNode      string
 	podRunning   bool
+	podPhase     corev1.PodPhase // overrides Pending (podRunning sets Running)
+	claimNS      string          // the PV's claimRef namespace; "" = none
 	scheduledAgo time.Duration
 	listedOn     string        // node listing the volume in volumesAttached
 	inUseOn      string        // node reporting the volume in volumesInUse
@@ -58,23 +61,32 @@ func (w world) objects(now time.Time) []runtime.Object {
 	pvName := "pv-0"
 	yes := true
 	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "ns"},
+		ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "ns", UID: "uid-web-0"},
 		Spec: corev1.PodSpec{NodeName: w.podNode, Volumes: []corev1.Volume{{Name: "data",
 			VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: "data-0-web-0"}}}}},
 		Status: corev1.PodStatus{Phase: corev1.PodPending,
 			Conditions:        []corev1.PodCondition{{Type: corev1.PodScheduled, Status: corev1.ConditionTrue, LastTransitionTime: metav1.NewTime(now.Add(-w.scheduledAgo))}},
 			ContainerStatuses: []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}}}},
 	}
+	if w.podPhase != "" {
+		pod.Status.Phase = w.podPhase
+	}
 	if w.podRunning {
 		pod.Status.Phase = corev1.PodRunning
 		pod.Status.ContainerStatuses = []corev1.ContainerStatus{{Name: "app", State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}
 	}
+	pv := &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "h0"}}}}
+	if w.claimNS != "" {
+		pv.Spec.ClaimRef = &corev1.ObjectReference{Namespace: w.claimNS, Name: "data-0-web-0"}
+	}
 	objs := []runtime.Object{
-		pod,
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-0-web-0", Namespace: "ns"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pvName}},
-		&corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pvName},
-			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "h0"}}}},
+		pv,
 		&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: storagev1.CSIDriverSpec{AttachRequired: &yes}},
+	}
+	if !w.noPod {
+		objs = append(objs, pod)
 	}
 	for _, n := range []string{"node-1", "node-2"} {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}
@@ -141,6 +153,10 @@ func TestScan(t *testing.T) {
 		{"node not managed by the controller: skipped", world{podNode: "node-1", scheduledAgo: 10 * time.Minute, unmanaged: true, va: old}, "", 0},
 		{"listed without a VolumeAttachment: safety violation, reported at once", world{podNode: "node-1", scheduledAgo: time.Second, listedOn: "node-1"}, detector.ListedNotAttached, 0},
 		{"detached under a running pod: safety violation", world{podNode: "node-1", podRunning: true, scheduledAgo: 10 * time.Minute, inUseOn: "node-1"}, detector.DetachedUnderMount, 0},
+		{"attached, not listed, pod Running: not stranded", world{podNode: "node-1", podRunning: true, scheduledAgo: 10 * time.Minute, va: old}, "", 0},
+		{"listed without a VolumeAttachment, pod gone: phantom listing, reported at once", world{noPod: true, listedOn: "node-1"}, detector.PhantomListing, 0},
+		{"listed while the VolumeAttachment is being deleted, pod gone: phantom listing, not a safety violation", world{noPod: true, listedOn: "node-1",
+			va: &vaState{node: "node-1", attached: true, deleting: true, writeAgo: 5 * time.Minute}}, detector.PhantomListing, 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -152,7 +168,11 @@ func TestScan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.Counts.Pods != 1 || r.Counts.Nodes != 2 || r.Counts.PVs != 1 || r.Counts.PVCs != 1 || r.Counts.CSIDrivers != 1 {
+			wantPods := 1
+			if tc.w.noPod {
+				wantPods = 0
+			}
+			if r.Counts.Pods != wantPods || r.Counts.Nodes != 2 || r.Counts.PVs != 1 || r.Counts.PVCs != 1 || r.Counts.CSIDrivers != 1 {
 				t.Errorf("counts %+v", r.Counts)
 			}
 			if tc.want == "" {
@@ -165,8 +185,19 @@ func TestScan(t *testing.T) {
 				t.Fatalf("findings %+v, want one %s", r.Findings, tc.want)
 			}
 			f := r.Findings[0]
-			if f.Kind != tc.want || f.Node != "node-1" || f.Pod != "ns/web-0" || f.Volume != volume || f.PV != "pv-0" || f.Evidence == "" || f.SinceEvidence == "" {
+			if f.Kind != tc.want || f.Node != "node-1" || f.Volume != volume || f.PV != "pv-0" || f.Evidence == "" || f.SinceEvidence == "" {
 				t.Errorf("finding %+v", f)
+			}
+			if tc.want == detector.PhantomListing {
+				// About no pod, dated by the scan, counted apart from safety violations.
+				if f.Pod != "" || f.PodUID != "" || f.Safety() || f.Since.Before(start) || f.Since.After(r.CompletedAt) ||
+					r.Counts.PhantomListings != 1 || r.Counts.SafetyViolations != 0 || r.Counts.Stranded != 0 {
+					t.Errorf("phantom listing %+v, counts %+v", f, r.Counts)
+				}
+				return
+			}
+			if f.Pod != "ns/web-0" || f.PodUID != "uid-web-0" {
+				t.Errorf("finding of pod %q (UID %q)", f.Pod, f.PodUID)
 			}
 			if f.Safety() {
 				// Safety violations are dated by the scan that saw them.
@@ -333,6 +364,9 @@ func TestRender(t *testing.T) {
 	if shape["cluster"] != "api.example:6443" {
 		t.Errorf("cluster %v", shape["cluster"])
 	}
+	if f := shape["findings"].([]any)[0].(map[string]any); f["pod"] != "ns/web-0" || f["pod_uid"] != "uid-web-0" {
+		t.Errorf("finding names pod %v (UID %v)", f["pod"], f["pod_uid"])
+	}
 
 	buf.Reset()
 	if err := WriteTable(&buf, r); err != nil {
@@ -357,5 +391,81 @@ func TestRender(t *testing.T) {
 	buf.Reset()
 	if err := WriteTable(&buf, empty); err != nil || !strings.HasPrefix(buf.String(), "No stranded volumes") {
 		t.Errorf("%v %s", err, buf.String())
+	}
+}
+
+// A pod that finished after its volume went missing from the node's list
+// may have been Running in between: its scheduling time is no evidence,
+// and the scan dates the condition by its own observation.
+func TestFinishedPodIsDatedByObservation(t *testing.T) {
+	start := time.Now().UTC()
+	w := world{podNode: "node-1", podPhase: corev1.PodSucceeded, scheduledAgo: 10 * time.Minute, va: &vaState{node: "node-1", attached: true, writeAgo: 5 * time.Minute}}
+	threshold := 300 * time.Millisecond
+	r, err := Scan(scanCtx(t), fake.NewClientset(w.objects(start)...), Options{Threshold: threshold, Interval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Findings) != 1 || r.Findings[0].Kind != detector.Stranded {
+		t.Fatalf("findings %+v", r.Findings)
+	}
+	if f := r.Findings[0]; f.Since.Before(start) || !strings.Contains(f.SinceEvidence, "is Succeeded") {
+		t.Errorf("since %v (%s): want the scan's own observation, not the 5m-old attach", f.Since, f.SinceEvidence)
+	}
+}
+
+// With --namespace, a phantom listing is reported only for a volume claimed
+// from that namespace: pods of other namespaces, which may need the volume,
+// are not read.
+func TestPhantomListingWithNamespace(t *testing.T) {
+	tests := []struct {
+		claimNS string
+		want    int
+	}{
+		{"ns", 1},
+		{"other", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.claimNS, func(t *testing.T) {
+			w := world{noPod: true, listedOn: "node-1", claimNS: tc.claimNS}
+			r, err := Scan(scanCtx(t), fake.NewClientset(w.objects(time.Now())...), Options{Namespace: "ns", Threshold: time.Minute})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Counts.PhantomListings != tc.want || len(r.Findings) != tc.want {
+				t.Errorf("findings %+v, counts %+v: want %d phantom listing(s)", r.Findings, r.Counts, tc.want)
+			}
+		})
+	}
+}
+
+func TestRenderPhantomListing(t *testing.T) {
+	w := world{noPod: true, listedOn: "node-1"}
+	r, err := Scan(scanCtx(t), fake.NewClientset(w.objects(time.Now())...), Options{Threshold: DefaultThreshold, Cluster: "c"})
+	if err != nil || len(r.Findings) != 1 {
+		t.Fatalf("%v %+v", err, r)
+	}
+	var buf bytes.Buffer
+	if err := WriteTable(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(buf.String()), "\n")
+	if len(lines) != 2 || !strings.HasPrefix(lines[1], "phantom_listing ") || !strings.Contains(lines[1], " node-1 ") ||
+		!strings.Contains(lines[1], " - ") || !strings.Contains(lines[1], "no pod on the node needs it") {
+		t.Errorf("table:\n%s", buf.String())
+	}
+	buf.Reset()
+	if err := WriteJSON(&buf, r); err != nil {
+		t.Fatal(err)
+	}
+	var shape struct {
+		Counts   map[string]int   `json:"counts"`
+		Findings []map[string]any `json:"findings"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &shape); err != nil {
+		t.Fatal(err)
+	}
+	if shape.Counts["phantom_listings"] != 1 || shape.Counts["safety_violations"] != 0 || shape.Counts["findings"] != 1 ||
+		shape.Findings[0]["kind"] != "phantom_listing" || shape.Findings[0]["pod"] != "" {
+		t.Errorf("JSON: %s", buf.String())
 	}
 }

@@ -18,10 +18,13 @@ import (
 //
 // The condition is made of three facts, each with a recorded time after
 // which it cannot have changed:
-//   - the pod is bound to the node and not terminating: the PodScheduled
-//     condition's lastTransitionTime is when it was bound; a binding never
-//     changes, and deletion cannot be undone, so a pod not terminating now
-//     was not terminating before;
+//   - the pod is bound to the node, not terminating and not Running
+//     (detector.Strandable): the PodScheduled condition's lastTransitionTime
+//     is when it was bound; a binding never changes, deletion cannot be
+//     undone, and a pod's phase never returns to Pending, so a pod Pending
+//     and not terminating now was neither Running nor terminating before.
+//     A pod Succeeded or Failed may have been Running since its binding, at
+//     a time not recorded here: no estimate;
 //   - the VolumeAttachment is attached and not being deleted: the
 //     managedFields entry that owns status.attached (the external-attacher)
 //     carries the time of that manager's last change to a field it owns, so
@@ -60,9 +63,9 @@ func estimateSince(s detector.Snapshot, f detector.Finding) (time.Time, []string
 	since := attachedAt
 	evidence := []string{fmt.Sprintf("VolumeAttachment status last changed %s by %s", stamp(attachedAt), attacher)}
 
-	scheduledAt := podScheduled(s, f.Pod)
+	scheduledAt, why := podScheduled(s, f)
 	if scheduledAt.IsZero() {
-		return time.Time{}, []string{fmt.Sprintf("pod %s has no PodScheduled condition time", f.Pod)}
+		return time.Time{}, []string{why}
 	}
 	since = later(since, scheduledAt)
 	evidence = append(evidence, "pod scheduled "+stamp(scheduledAt))
@@ -79,21 +82,25 @@ func estimateSince(s detector.Snapshot, f detector.Finding) (time.Time, []string
 	return since, evidence
 }
 
-// podScheduled is when the pod (namespace/name) was bound, zero if unknown.
-func podScheduled(s detector.Snapshot, pod string) time.Time {
-	ns, name, _ := strings.Cut(pod, "/")
+// podScheduled is when the finding's pod was bound, if it is still Pending
+// (see estimateSince); otherwise zero, and why.
+func podScheduled(s detector.Snapshot, f detector.Finding) (time.Time, string) {
+	ns, name, _ := strings.Cut(f.Pod, "/")
 	for i := range s.Pods {
 		p := &s.Pods[i]
-		if p.Namespace != ns || p.Name != name {
+		if p.Namespace != ns || p.Name != name || f.PodUID != "" && string(p.UID) != f.PodUID {
 			continue
+		}
+		if p.Status.Phase != corev1.PodPending && p.Status.Phase != "" {
+			return time.Time{}, fmt.Sprintf("pod %s is %s: no record of since when it is not Running", f.Pod, p.Status.Phase)
 		}
 		for _, c := range p.Status.Conditions {
 			if c.Type == corev1.PodScheduled && c.Status == corev1.ConditionTrue {
-				return c.LastTransitionTime.Time
+				return c.LastTransitionTime.Time, ""
 			}
 		}
 	}
-	return time.Time{}
+	return time.Time{}, fmt.Sprintf("pod %s has no PodScheduled condition time", f.Pod)
 }
 
 // lastStatusWrite is the latest time of a managedFields entry owning

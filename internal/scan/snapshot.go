@@ -66,7 +66,7 @@ const (
 // that completes in between shows as listed (healthy), not as stranded; pods
 // are read last, so a pod deleted meanwhile is simply absent.
 func Snapshot(ctx context.Context, client kubernetes.Interface, namespace string) (detector.Snapshot, error) {
-	s := detector.Snapshot{Time: time.Now().UTC()}
+	s := detector.Snapshot{Time: time.Now().UTC(), Namespace: namespace}
 	var err error
 	if s.CSIDrivers, err = listAll[storagev1.CSIDriver](ctx, resDrivers, "", client.StorageV1().CSIDrivers().List); err != nil {
 		return s, err
@@ -122,7 +122,11 @@ func listAll[T any, L runtime.Object](ctx context.Context, resource, namespace s
 // as on a full one: a finding depends only on its pod, the pod's PVCs, the PV,
 // the node, the VolumeAttachment and the CSIDriver. CSIDrivers are taken from
 // the first snapshot (they are few and practically never change). An object
-// that is gone is left out, which ends its finding.
+// that is gone is left out, which ends its finding. A pod fetched by name
+// that has been replaced (another UID) gives findings of another key, which
+// ends the candidate too. Other findings the detector returns on this
+// partial snapshot (e.g. phantom listings, which need every pod) mean
+// nothing and are not read.
 func recheckSnapshot(ctx context.Context, client kubernetes.Interface, drivers []storagev1.CSIDriver, findings []detector.Finding) (detector.Snapshot, error) {
 	s := detector.Snapshot{Time: time.Now().UTC(), CSIDrivers: drivers}
 	seen := map[string]bool{}
