@@ -43,7 +43,7 @@ const baseline = "stock"
 func CompareMarkdown(r *Report) string {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# strandlab comparison: %s\n\n", r.Scenario)
-	fmt.Fprintf(&b, "- run: `%s` (%s), seed %d\n", r.RunID, runStatus(r), r.Seed)
+	fmt.Fprintf(&b, "- run: `%s` (%s), seed %d\n%s", r.RunID, runStatus(r), r.Seed, mergedMarkdown(r))
 	names := make([]string, len(r.Builds))
 	for i, bld := range r.Builds {
 		names[i] = "`" + bld.Name + "`"

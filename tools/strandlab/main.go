@@ -2,6 +2,7 @@
 //
 //	strandlab run --scenario scenarios/seed-122413.yaml,scenarios/control.yaml
 //	strandlab down /tmp/strandlab-smoke-stock-123
+//	strandlab merge _output/reports/<run-a> _output/reports/<run-b>
 package main
 
 import (
@@ -45,7 +46,7 @@ func execute() int {
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
-	root.AddCommand(runCommand(), downCommand(), validateCommand(), kcmCommand())
+	root.AddCommand(runCommand(), downCommand(), validateCommand(), kcmCommand(), mergeCommand())
 	err := root.Execute()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "strandlab:", err)

@@ -1,0 +1,418 @@
+package report
+
+// Merging reports: `strandlab merge` pools the reports of one scenario and
+// the same controller builds across runs, seeds and machines into one
+// report of the same schema (docs/report.md, "Merged reports").
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/strandlab/strandlab/internal/cycle"
+	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/stats"
+)
+
+// MergeInput is one report to pool and the file it was read from (named
+// when the merge is refused).
+type MergeInput struct {
+	Path   string
+	Report *Report
+}
+
+// ReadMergeInput reads a report to pool: path is a report directory or a
+// report.json.
+func ReadMergeInput(path string) (MergeInput, error) {
+	if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+		path = filepath.Join(path, "report.json")
+	}
+	r, err := Read(path)
+	if err != nil {
+		return MergeInput{}, err
+	}
+	return MergeInput{Path: path, Report: r}, nil
+}
+
+// MergeOptions are the choices of a merge.
+type MergeOptions struct {
+	// AllowPartial pools reports that are interrupted or not complete;
+	// without it such a report refuses the merge.
+	AllowPartial bool
+	// Now names the merged report (MergeRunID); zero means time.Now().
+	Now time.Time
+}
+
+// MergeRunID is the run id of a merged report, made at now: like a run's,
+// <UTC yyyymmdd-hhmmss>-merge-<scenario>.
+func MergeRunID(now time.Time, scenario string) string {
+	return now.UTC().Format("20060102-150405") + "-merge-" + scenario
+}
+
+// MergeConflict refuses a merge: Field has different values in two reports.
+type MergeConflict struct {
+	// Field is report.json's name for it, e.g. "scenario",
+	// "builds[fix].provenance.patch_sha256", "components[etcd].version".
+	Field  string
+	Values [2]string
+	Files  [2]string
+}
+
+func (c *MergeConflict) Error() string {
+	return fmt.Sprintf("cannot merge: %s differs: %q in %s, %q in %s", c.Field, c.Values[0], c.Files[0], c.Values[1], c.Files[1])
+}
+
+// ErrPartial is wrapped by the refusal of an interrupted or incomplete
+// report when partial reports are not allowed.
+var ErrPartial = errors.New("partial report")
+
+// Merge pools reports of one scenario: the same scenario, provider and
+// Kubernetes version, equal component versions, and every build present in
+// several reports with one provenance; different seeds are the point. A
+// report that is interrupted or not complete refuses the merge unless
+// opts.AllowPartial, and so does a run pooled twice. What is pooled, and
+// how, is in docs/report.md ("Merged reports"). Merge reads and writes no
+// file: a refusal leaves nothing behind.
+func Merge(inputs []MergeInput, opts MergeOptions) (*Report, error) {
+	if len(inputs) < 2 {
+		return nil, fmt.Errorf("cannot merge: %d report(s) given, at least two are needed", len(inputs))
+	}
+	if err := checkMergeable(inputs, opts.AllowPartial); err != nil {
+		return nil, err
+	}
+	first := inputs[0].Report
+	now := opts.Now
+	if now.IsZero() {
+		now = time.Now()
+	}
+	out := &Report{
+		RunID: MergeRunID(now, first.Scenario), Scenario: first.Scenario, Provider: first.Provider, Seed: first.Seed,
+		KubernetesVersion: first.KubernetesVersion, Components: maps.Clone(first.Components), Builds: []Build{},
+		Complete: true,
+	}
+	if out.Components == nil {
+		out.Components = map[string]provenance.Component{}
+	}
+	var notes, partial []string
+	pools := map[string]*buildPool{}
+	var order []string
+	expectations := false
+	for _, in := range inputs {
+		r := in.Report
+		out.Seeds = append(out.Seeds, seedsOf(r)...)
+		out.MergedFrom = append(out.MergedFrom, runsOf(r)...)
+		out.ClusterStartSeconds += r.ClusterStartSeconds / float64(len(inputs))
+		if !r.StartedAt.IsZero() && (out.StartedAt.IsZero() || r.StartedAt.Before(out.StartedAt)) {
+			out.StartedAt = r.StartedAt
+		}
+		if r.FinishedAt.After(out.FinishedAt) {
+			out.FinishedAt = r.FinishedAt
+		}
+		out.Interrupted = out.Interrupted || r.Interrupted
+		out.Complete = out.Complete && r.Complete
+		if r.Interrupted || !r.Complete {
+			partial = append(partial, fmt.Sprintf("%s (%s)", r.RunID, runStatus(r)))
+		}
+		for _, b := range r.Builds {
+			p := pools[b.Name]
+			if p == nil {
+				p = newBuildPool(b)
+				pools[b.Name] = p
+				order = append(order, b.Name)
+			}
+			p.add(b, r.RunID)
+			expectations = expectations || b.Expectation != nil
+		}
+	}
+	slices.Sort(out.Seeds)
+	out.Seeds = slices.Compact(out.Seeds)
+	if len(partial) > 0 {
+		notes = append(notes, "partial reports pooled (their figures cover the cycles they ran): "+strings.Join(partial, ", "))
+	}
+	for _, name := range order {
+		b, n := pools[name].build()
+		out.Builds = append(out.Builds, b)
+		notes = append(notes, n...)
+	}
+	if expectations {
+		notes = append(notes, "expectation: not carried over; each run's expect band is checked in its own report")
+	}
+	out.Notes = notes
+	return out, nil
+}
+
+// checkMergeable refuses inputs that are not of one scenario and build
+// provenance (MergeConflict), partial ones unless allowed, and a run given
+// twice.
+func checkMergeable(inputs []MergeInput, allowPartial bool) error {
+	first := inputs[0]
+	builds := map[string]MergeInput{} // build name -> first report with it
+	runs := map[string]string{}       // run id -> file
+	for _, in := range inputs {
+		r := in.Report
+		if !allowPartial && (r.Interrupted || !r.Complete) {
+			return fmt.Errorf("cannot merge: %s is a %w (complete: %t, interrupted: %t); pool it only with --allow-partial",
+				in.Path, ErrPartial, r.Complete, r.Interrupted)
+		}
+		if len(r.Builds) == 0 {
+			return fmt.Errorf("cannot merge: %s has no builds", in.Path)
+		}
+		if s := r.Scenario; s == "" || s != filepath.Base(s) || s == "." || s == ".." {
+			return fmt.Errorf("cannot merge: %s: scenario %q cannot name a report directory", in.Path, s)
+		}
+		for _, f := range []struct {
+			field string
+			get   func(*Report) string
+		}{
+			{"scenario", func(r *Report) string { return r.Scenario }},
+			{"provider", func(r *Report) string { return r.Provider }},
+			{"kubernetes_version", func(r *Report) string { return r.KubernetesVersion }},
+		} {
+			if err := differ(f.field, f.get(first.Report), f.get(r), first, in); err != nil {
+				return err
+			}
+		}
+		names := slices.Sorted(maps.Keys(first.Report.Components))
+		for n := range r.Components {
+			if _, ok := first.Report.Components[n]; !ok {
+				names = append(names, n)
+			}
+		}
+		for _, n := range names {
+			if err := differ("components["+n+"].version", componentVersion(first.Report, n), componentVersion(r, n), first, in); err != nil {
+				return err
+			}
+		}
+		for _, b := range r.Builds {
+			seen, ok := builds[b.Name]
+			if !ok {
+				builds[b.Name] = in
+				continue
+			}
+			sp := buildProvenance(seen.Report, b.Name)
+			for _, f := range []struct {
+				field string
+				a, b  string
+			}{
+				{"module", sp.Module, b.Provenance.Module},
+				{"patch", sp.Patch, b.Provenance.Patch},
+				{"patch_sha256", sp.PatchSHA256, b.Provenance.PatchSHA256},
+			} {
+				if err := differ("builds["+b.Name+"].provenance."+f.field, f.a, f.b, seen, in); err != nil {
+					return err
+				}
+			}
+		}
+		for _, id := range runsOf(r) {
+			if other, ok := runs[id]; ok {
+				return fmt.Errorf("cannot merge: run %s is in both %s and %s (its cycles would count twice)", id, other, in.Path)
+			}
+			runs[id] = in.Path
+		}
+	}
+	return nil
+}
+
+func differ(field, a, b string, inA, inB MergeInput) error {
+	if a == b {
+		return nil
+	}
+	return &MergeConflict{Field: field, Values: [2]string{a, b}, Files: [2]string{inA.Path, inB.Path}}
+}
+
+func componentVersion(r *Report, name string) string {
+	c, ok := r.Components[name]
+	if !ok {
+		return "(absent)"
+	}
+	return c.Version
+}
+
+func buildProvenance(r *Report, name string) provenance.ControllerBuild {
+	i := slices.IndexFunc(r.Builds, func(b Build) bool { return b.Name == name })
+	return r.Builds[i].Provenance
+}
+
+// seedsOf and runsOf are what a report pools: its own seed and run id, or
+// those of the runs a merged report pooled.
+func seedsOf(r *Report) []int64 {
+	if len(r.Seeds) > 0 {
+		return r.Seeds
+	}
+	return []int64{r.Seed}
+}
+
+func runsOf(r *Report) []string {
+	if len(r.MergedFrom) > 0 {
+		return r.MergedFrom
+	}
+	return []string{r.RunID}
+}
+
+// buildPool accumulates one build's figures across reports.
+type buildPool struct {
+	b Build
+	// cycles and seconds of churn of the reports with a cycle rate.
+	rateCycles   int
+	rateSeconds  float64
+	noRateCycles int
+	// running cycles (the samples of the latency percentiles and the
+	// same-node ratio) and their weighted sums.
+	running             int
+	attach, del         Percentiles
+	sameNode            float64
+	fullLog             bool
+	log                 []cycle.Cycle
+	requestCycles       int
+	requests            map[string]float64
+	noRequestCycles     int
+	approximatedLatency bool
+}
+
+func newBuildPool(first Build) *buildPool {
+	return &buildPool{
+		b: Build{Name: first.Name, Provenance: first.Provenance, APIRequestsPerCycle: map[string]float64{},
+			Strandings: []Stranding{}, SafetyFindings: []SafetyFinding{}},
+		fullLog: true, requests: map[string]float64{},
+	}
+}
+
+func (p *buildPool) add(x Build, runID string) {
+	b := &p.b
+	b.Cycles += x.Cycles
+	b.CyclesNotRunning += x.CyclesNotRunning
+	b.Stranded += x.Stranded
+	b.SafetyViolations += x.SafetyViolations
+	for _, s := range x.Strandings {
+		if s.RunID == "" {
+			s.RunID = runID
+		}
+		b.Strandings = append(b.Strandings, s)
+	}
+	for _, f := range x.SafetyFindings {
+		if f.RunID == "" {
+			f.RunID = runID
+		}
+		b.SafetyFindings = append(b.SafetyFindings, f)
+	}
+	b.PhantomListings += x.PhantomListings
+	for _, f := range x.PhantomFindings {
+		if f.RunID == "" {
+			f.RunID = runID
+		}
+		b.PhantomFindings = append(b.PhantomFindings, f)
+	}
+	if x.CyclesPerSecond > 0 {
+		p.rateCycles += x.Cycles
+		p.rateSeconds += float64(x.Cycles) / x.CyclesPerSecond
+	} else {
+		p.noRateCycles += x.Cycles
+	}
+	running := max(0, x.Cycles-x.Stranded-x.CyclesNotRunning)
+	p.running += running
+	w := float64(running)
+	p.attach.P50 += w * x.AttachToRunningMS.P50
+	p.attach.P99 += w * x.AttachToRunningMS.P99
+	p.del.P50 += w * x.DeleteToRunningMS.P50
+	p.del.P99 += w * x.DeleteToRunningMS.P99
+	p.sameNode += w * x.PinningSameNodeRatio
+	if len(x.CycleLog) != x.Cycles {
+		p.fullLog = false
+	}
+	p.log = append(p.log, x.CycleLog...)
+	if len(x.APIRequestsPerCycle) > 0 {
+		p.requestCycles += x.Cycles
+		for k, v := range x.APIRequestsPerCycle {
+			p.requests[k] += v * float64(x.Cycles)
+		}
+	} else {
+		p.noRequestCycles += x.Cycles
+	}
+	b.Proxy.EventsDelayed += x.Proxy.EventsDelayed
+	b.Proxy.MaxQueueDepth = max(b.Proxy.MaxQueueDepth, x.Proxy.MaxQueueDepth)
+}
+
+// build is the pooled build and the notes on its approximate figures.
+func (p *buildPool) build() (Build, []string) {
+	b := p.b
+	var notes []string
+	if b.Cycles > 0 {
+		b.StrandedRate = float64(b.Stranded) / float64(b.Cycles)
+	}
+	lo, hi := stats.Wilson95(b.Stranded, b.Cycles)
+	b.StrandedRateCI95 = [2]float64{lo, hi}
+	if p.rateSeconds > 0 {
+		b.CyclesPerSecond = float64(p.rateCycles) / p.rateSeconds
+	}
+	if p.noRateCycles > 0 && p.rateCycles > 0 {
+		notes = append(notes, fmt.Sprintf("build %s: cycles_per_second covers %d of %d cycles (the other reports have no cycle rate)",
+			b.Name, p.rateCycles, b.Cycles))
+	}
+	if p.running > 0 {
+		b.PinningSameNodeRatio = p.sameNode / float64(p.running)
+	}
+	if p.fullLog {
+		var toRunning, deleteToRunning []time.Duration
+		for _, c := range p.log {
+			if c.Outcome == cycle.Running {
+				toRunning = append(toRunning, c.CreateToRunning)
+				deleteToRunning = append(deleteToRunning, c.DeleteToRunning)
+			}
+		}
+		b.AttachToRunningMS = percentilesMS(toRunning)
+		b.DeleteToRunningMS = percentilesMS(deleteToRunning)
+		if len(p.log) > 0 {
+			b.CycleLog = p.log
+		}
+	} else {
+		if p.running > 0 {
+			w := float64(p.running)
+			b.AttachToRunningMS = Percentiles{P50: p.attach.P50 / w, P99: p.attach.P99 / w}
+			b.DeleteToRunningMS = Percentiles{P50: p.del.P50 / w, P99: p.del.P99 / w}
+		}
+		notes = append(notes, fmt.Sprintf("build %s: attach_to_running_ms and delete_to_running_ms are means of the reports' "+
+			"percentiles weighted by their cycles that reached Running, not percentiles of the pooled cycles "+
+			"(not every report has a full cycle_log; the merged report has none)", b.Name))
+	}
+	if p.requestCycles > 0 {
+		for k, v := range p.requests {
+			b.APIRequestsPerCycle[k] = v / float64(p.requestCycles)
+		}
+		if p.noRequestCycles > 0 {
+			notes = append(notes, fmt.Sprintf("build %s: api_requests_per_cycle covers %d of %d cycles (the other reports have no request counts)",
+				b.Name, p.requestCycles, b.Cycles))
+		}
+	}
+	return b, notes
+}
+
+// mergedMarkdown is the lines of report.md and compare.md that say a report
+// is merged: the runs and seeds pooled and the notes.
+func mergedMarkdown(r *Report) string {
+	if len(r.MergedFrom) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	seeds := make([]string, len(r.Seeds))
+	for i, s := range r.Seeds {
+		seeds[i] = fmt.Sprint(s)
+	}
+	fmt.Fprintf(&b, "- merged from %d runs: `%s`; seeds %s\n", len(r.MergedFrom), strings.Join(r.MergedFrom, "`, `"), strings.Join(seeds, ", "))
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "- note: %s\n", n)
+	}
+	return b.String()
+}
+
+// ofRun names a merged report's stranding's run in report.md's heading.
+func ofRun(runID string) string {
+	if runID == "" {
+		return ""
+	}
+	return ", run `" + runID + "`"
+}

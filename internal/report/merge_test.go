@@ -1,0 +1,429 @@
+package report
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/strandlab/strandlab/internal/cycle"
+	"github.com/strandlab/strandlab/internal/detector"
+	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/stats"
+)
+
+var (
+	stockProv = provenance.ControllerBuild{Module: "k8s.io/kubernetes@v1.37.2"}
+	fixProv   = provenance.ControllerBuild{Module: "k8s.io/kubernetes@v1.37.2", Patch: "fix", PatchSHA256: "b24f2a6b"}
+	t0        = time.Date(2026, 11, 30, 6, 0, 0, 0, time.UTC)
+)
+
+// synthBuild is a build of n cycles summarised by BuildFromCycles, as a run
+// writes it: the cycles in strandedAt are stranded, the others reach Running
+// in toRunning (10x that from the delete), on the old node when sameNode;
+// the churn takes n/rate seconds.
+func synthBuild(name string, prov provenance.ControllerBuild, n int, strandedAt []int, toRunning time.Duration, sameNode bool, rate float64) Build {
+	res := cycle.Result{Elapsed: time.Duration(float64(n) / rate * float64(time.Second))}
+	for i := range n {
+		c := cycle.Cycle{Index: i, Pod: "web-0", Outcome: cycle.Running, OldNode: "n1", NewNode: "n2",
+			CreateToRunning: toRunning, DeleteToRunning: 10 * toRunning, DeletedAt: t0}
+		if sameNode {
+			c.NewNode = "n1"
+		}
+		if slices.Contains(strandedAt, i) {
+			c.Outcome, c.NewNode = cycle.Stranded, ""
+			c.Stranding = &detector.Finding{Kind: detector.Stranded, Pod: "ns/web-0", Node: "n1", Volume: "v", Since: t0.Add(time.Second)}
+			c.DetectedAt = t0.Add(31 * time.Second)
+		}
+		res.Cycles = append(res.Cycles, c)
+	}
+	return BuildFromCycles(name, prov, res, nil)
+}
+
+func synthReport(runID string, seed int64, builds ...Build) *Report {
+	return &Report{RunID: runID, Scenario: "seed-122413", Provider: "local", Seed: seed, KubernetesVersion: "v1.37.2",
+		ClusterStartSeconds: 6, StartedAt: t0, FinishedAt: t0.Add(time.Hour), Complete: true, Builds: builds,
+		Components: map[string]provenance.Component{
+			"etcd":                    {Name: "etcd", Version: "3.7.0"},
+			"kube-controller-manager": {Name: "kube-controller-manager", Version: "v1.37.2"},
+		}}
+}
+
+// twoRuns are two runs of 1,000 cycles per build: stock strands 2 (cycles
+// 10 and 500) and 1 (cycle 7), fix none; run a at 10 cycles/s, 100 ms to
+// Running, same node; run b at 5 cycles/s, 300 ms, moved.
+func twoRuns() []MergeInput {
+	a := synthReport("20261130-061347-seed-122413", 7,
+		synthBuild("stock", stockProv, 1000, []int{10, 500}, 100*time.Millisecond, true, 10),
+		synthBuild("fix", fixProv, 1000, nil, 100*time.Millisecond, true, 10))
+	b := synthReport("20261130-061721-seed-122413", 3,
+		synthBuild("stock", stockProv, 1000, []int{7}, 300*time.Millisecond, false, 5),
+		synthBuild("fix", fixProv, 1000, nil, 300*time.Millisecond, false, 5))
+	a.Builds[0].APIRequestsPerCycle = map[string]float64{"PATCH nodes/status": 2}
+	b.Builds[0].APIRequestsPerCycle = map[string]float64{"PATCH nodes/status": 4, "GET nodes": 1}
+	a.Builds[0].Proxy = ProxyStats{EventsDelayed: 10, MaxQueueDepth: 5}
+	b.Builds[0].Proxy = ProxyStats{EventsDelayed: 7, MaxQueueDepth: 9}
+	a.Builds[0].SafetyViolations = 1
+	a.Builds[0].SafetyFindings = []SafetyFinding{{Finding: detector.Finding{Kind: detector.ListedNotAttached, Since: t0}}}
+	a.Builds[0].Expectation = &Expectation{Met: true}
+	AddPhantomListings(&b.Builds[0], []SafetyFinding{{Finding: detector.Finding{Kind: detector.PhantomListing, Node: "n2", Since: t0}}})
+	b.ClusterStartSeconds = 8
+	b.StartedAt, b.FinishedAt = t0.Add(2*time.Hour), t0.Add(3*time.Hour)
+	return []MergeInput{{Path: "a/report.json", Report: a}, {Path: "b/report.json", Report: b}}
+}
+
+func TestMergePoolsCounts(t *testing.T) {
+	now := time.Date(2026, 11, 30, 7, 8, 9, 0, time.FixedZone("CET", 3600))
+	m, err := Merge(twoRuns(), MergeOptions{Now: now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Builds) != 2 || m.Builds[0].Name != "stock" || m.Builds[1].Name != "fix" {
+		t.Fatalf("builds %+v", m.Builds)
+	}
+	stock, fix := m.Builds[0], m.Builds[1]
+	wlo, whi := stats.Wilson95(3, 2000)
+	runs := func(ss []Stranding) (out []string) {
+		for _, s := range ss {
+			out = append(out, fmt.Sprintf("%d@%s", s.Cycle, s.RunID))
+		}
+		return out
+	}
+	near := func(x, y float64) bool { return math.Abs(x-y) < 1e-9 }
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"run id", m.RunID, "20261130-060809-merge-seed-122413"},
+		{"merged from", strings.Join(m.MergedFrom, ","), "20261130-061347-seed-122413,20261130-061721-seed-122413"},
+		{"seed is the first input's", m.Seed, int64(7)},
+		{"seeds", m.Seeds, []int64{3, 7}},
+		{"complete", m.Complete && !m.Interrupted, true},
+		{"stock cycles", stock.Cycles, 2000},
+		{"stock stranded", stock.Stranded, 3},
+		{"stock rate", stock.StrandedRate, 3.0 / 2000},
+		{"stock interval recomputed", stock.StrandedRateCI95, [2]float64{wlo, whi}},
+		{"fix cycles", fix.Cycles, 2000},
+		{"fix stranded", fix.Stranded, 0},
+		{"fix interval recomputed", fix.StrandedRateCI95[1], func() float64 { _, h := stats.Wilson95(0, 2000); return h }()},
+		{"strandings concatenated with cycle and run", runs(stock.Strandings),
+			[]string{"10@20261130-061347-seed-122413", "500@20261130-061347-seed-122413", "7@20261130-061721-seed-122413"}},
+		{"fix strandings empty, not null", fix.Strandings != nil && len(fix.Strandings) == 0, true},
+		{"safety violations summed", stock.SafetyViolations, 1},
+		{"safety findings keep their run", len(stock.SafetyFindings) == 1 && stock.SafetyFindings[0].RunID == "20261130-061347-seed-122413", true},
+		{"phantom listings summed", stock.PhantomListings, 1},
+		{"phantom findings keep their run", len(stock.PhantomFindings) == 1 && stock.PhantomFindings[0].RunID == "20261130-061721-seed-122413", true},
+		{"no phantom findings: none, as in a run's report", fix.PhantomFindings == nil && fix.PhantomListings == 0, true},
+		{"cycles per second: cycles over churn seconds", near(stock.CyclesPerSecond, 2000.0/300), true},
+		{"not running", stock.CyclesNotRunning, 0},
+		{"same-node ratio over the running cycles", near(stock.PinningSameNodeRatio, 998.0/1997), true},
+		{"requests per cycle weighted by cycles", stock.APIRequestsPerCycle["PATCH nodes/status"], 3.0},
+		{"a request one run did not make counts 0 there", stock.APIRequestsPerCycle["GET nodes"], 0.5},
+		{"events delayed summed", stock.Proxy.EventsDelayed, int64(17)},
+		{"max queue depth is the max", stock.Proxy.MaxQueueDepth, int64(9)},
+		{"expectation dropped", stock.Expectation == nil, true},
+		{"cluster start is the mean", m.ClusterStartSeconds, 7.0},
+		{"started at the first start", m.StartedAt, t0},
+		{"finished at the last finish", m.FinishedAt, t0.Add(3 * time.Hour)},
+		{"components kept", m.Components["etcd"].Version, "3.7.0"},
+		{"pooled cycle log", len(stock.CycleLog), 2000},
+		{"the expectation's dropping is noted", slices.ContainsFunc(m.Notes, func(n string) bool { return strings.HasPrefix(n, "expectation:") }), true},
+	}
+	for _, tc := range tests {
+		if !equal(tc.got, tc.want) {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+func equal(a, b any) bool {
+	ja, _ := json.Marshal(a)
+	jb, _ := json.Marshal(b)
+	return string(ja) == string(jb)
+}
+
+func TestMergeLatencies(t *testing.T) {
+	// Run a: 998 cycles Running in 100 ms; run b: 999 in 300 ms. Pooled,
+	// p50 and p99 are 300 ms; the weighted mean of the runs' percentiles is
+	// (998*100 + 999*300) / 1997.
+	mean := (998*100.0 + 999*300.0) / 1997
+	tests := []struct {
+		name                 string
+		dropLog              bool
+		wantP50, wantP99     float64
+		wantDeleteP50        float64
+		wantNote, wantLogLen bool
+	}{
+		{name: "full cycle logs: percentiles of the pooled cycles", wantP50: 300, wantP99: 300, wantDeleteP50: 3000, wantLogLen: true},
+		{name: "a report without its cycle log: weighted means, noted", dropLog: true, wantP50: mean, wantP99: mean, wantDeleteP50: 10 * mean, wantNote: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := twoRuns()
+			if tc.dropLog {
+				in[1].Report.Builds[0].CycleLog = nil
+			}
+			m, err := Merge(in, MergeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := m.Builds[0]
+			if math.Abs(b.AttachToRunningMS.P50-tc.wantP50) > 1e-9 || math.Abs(b.AttachToRunningMS.P99-tc.wantP99) > 1e-9 ||
+				math.Abs(b.DeleteToRunningMS.P50-tc.wantDeleteP50) > 1e-6 {
+				t.Errorf("attach %+v delete %+v, want p50 %v p99 %v, delete p50 %v", b.AttachToRunningMS, b.DeleteToRunningMS, tc.wantP50, tc.wantP99, tc.wantDeleteP50)
+			}
+			noted := slices.ContainsFunc(m.Notes, func(n string) bool {
+				return strings.HasPrefix(n, "build stock: attach_to_running_ms and delete_to_running_ms are means")
+			})
+			if noted != tc.wantNote {
+				t.Errorf("notes %q: latency note %t, want %t", m.Notes, noted, tc.wantNote)
+			}
+			if (len(b.CycleLog) == 2000) != tc.wantLogLen || (!tc.wantLogLen && b.CycleLog != nil) {
+				t.Errorf("cycle log of %d cycles, want the pooled log: %t", len(b.CycleLog), tc.wantLogLen)
+			}
+			// fix keeps full logs either way: 1,000 cycles at 100 ms and
+			// 1,000 at 300 ms, nearest rank.
+			if f := m.Builds[1]; f.AttachToRunningMS != (Percentiles{P50: 100, P99: 300}) || len(f.CycleLog) != 2000 {
+				t.Errorf("fix attach %+v, %d logged cycles", f.AttachToRunningMS, len(f.CycleLog))
+			}
+		})
+	}
+}
+
+func TestMergeRefuses(t *testing.T) {
+	tests := []struct {
+		name         string
+		mutate       func(in []MergeInput) []MergeInput
+		allowPartial bool
+		wantField    string    // a MergeConflict on this field; "" means none
+		wantValues   [2]string // with wantField
+		wantErr      string    // substring of the error; "" with no field means success
+		wantPartial  bool      // errors.Is(err, ErrPartial)
+	}{
+		{name: "same scenario, builds, versions: merged", mutate: same},
+		{name: "different scenario", mutate: func(in []MergeInput) []MergeInput { in[1].Report.Scenario = "control"; return in },
+			wantField: "scenario", wantValues: [2]string{"seed-122413", "control"}},
+		{name: "a build's patch differs", mutate: func(in []MergeInput) []MergeInput {
+			in[1].Report.Builds[1].Provenance.PatchSHA256 = "0000"
+			return in
+		}, wantField: "builds[fix].provenance.patch_sha256", wantValues: [2]string{"b24f2a6b", "0000"}},
+		{name: "a build's module differs", mutate: func(in []MergeInput) []MergeInput {
+			in[1].Report.Builds[0].Provenance.Module = "k8s.io/kubernetes@v1.36.0"
+			return in
+		}, wantField: "builds[stock].provenance.module", wantValues: [2]string{"k8s.io/kubernetes@v1.37.2", "k8s.io/kubernetes@v1.36.0"}},
+		{name: "a build in one report only: merged", mutate: func(in []MergeInput) []MergeInput {
+			in[1].Report.Builds = in[1].Report.Builds[:1]
+			return in
+		}},
+		{name: "different kubernetes_version", mutate: func(in []MergeInput) []MergeInput { in[1].Report.KubernetesVersion = "v1.36.0"; return in },
+			wantField: "kubernetes_version", wantValues: [2]string{"v1.37.2", "v1.36.0"}},
+		{name: "different provider", mutate: func(in []MergeInput) []MergeInput { in[1].Report.Provider = "kind"; return in },
+			wantField: "provider", wantValues: [2]string{"local", "kind"}},
+		{name: "a component's version differs", mutate: func(in []MergeInput) []MergeInput {
+			in[1].Report.Components["etcd"] = provenance.Component{Version: "3.6.0"}
+			return in
+		}, wantField: "components[etcd].version", wantValues: [2]string{"3.7.0", "3.6.0"}},
+		{name: "a component missing from one report", mutate: func(in []MergeInput) []MergeInput {
+			in[1].Report.Components["apiproxy"] = provenance.Component{Version: "strandlab"}
+			return in
+		}, wantField: "components[apiproxy].version", wantValues: [2]string{"(absent)", "strandlab"}},
+		{name: "incomplete report refused", mutate: func(in []MergeInput) []MergeInput { in[1].Report.Complete = false; return in },
+			wantErr: "b/report.json is a partial report (complete: false, interrupted: false)", wantPartial: true},
+		{name: "interrupted report refused", mutate: func(in []MergeInput) []MergeInput { in[0].Report.Interrupted = true; return in },
+			wantErr: "a/report.json is a partial report (complete: true, interrupted: true)", wantPartial: true},
+		{name: "incomplete report allowed with AllowPartial", mutate: func(in []MergeInput) []MergeInput { in[1].Report.Complete = false; return in },
+			allowPartial: true},
+		{name: "the same run twice", mutate: func(in []MergeInput) []MergeInput {
+			return []MergeInput{in[0], {Path: "latest/report.json", Report: in[0].Report}}
+		}, wantErr: "run 20261130-061347-seed-122413 is in both a/report.json and latest/report.json"},
+		{name: "one report", mutate: func(in []MergeInput) []MergeInput { return in[:1] }, wantErr: "at least two are needed"},
+		{name: "a report without builds", mutate: func(in []MergeInput) []MergeInput { in[1].Report.Builds = nil; return in },
+			wantErr: "b/report.json has no builds"},
+		{name: "a scenario that is not a directory name", mutate: func(in []MergeInput) []MergeInput {
+			in[0].Report.Scenario, in[1].Report.Scenario = "../x", "../x"
+			return in
+		}, wantErr: `scenario "../x" cannot name a report directory`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Merge(tc.mutate(twoRuns()), MergeOptions{AllowPartial: tc.allowPartial})
+			if tc.wantField == "" && tc.wantErr == "" {
+				if err != nil || m == nil {
+					t.Fatalf("refused: %v", err)
+				}
+				return
+			}
+			if m != nil || err == nil {
+				t.Fatalf("merged, want a refusal")
+			}
+			var c *MergeConflict
+			if isConflict := errors.As(err, &c); isConflict != (tc.wantField != "") {
+				t.Fatalf("error %v: a MergeConflict %t, want %t", err, isConflict, tc.wantField != "")
+			}
+			if c != nil {
+				if c.Field != tc.wantField || c.Values != tc.wantValues || c.Files != [2]string{"a/report.json", "b/report.json"} {
+					t.Errorf("conflict %+v, want field %s values %q in a/ and b/", c, tc.wantField, tc.wantValues)
+				}
+				for _, s := range []string{tc.wantField, tc.wantValues[0], tc.wantValues[1], "a/report.json", "b/report.json"} {
+					if !strings.Contains(err.Error(), s) {
+						t.Errorf("error %q does not name %q", err, s)
+					}
+				}
+			}
+			if !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("error %q, want it to contain %q", err, tc.wantErr)
+			}
+			if errors.Is(err, ErrPartial) != tc.wantPartial {
+				t.Errorf("error %v: ErrPartial %t, want %t", err, !tc.wantPartial, tc.wantPartial)
+			}
+		})
+	}
+}
+
+func same(in []MergeInput) []MergeInput { return in }
+
+func TestMergeSeedsAndRuns(t *testing.T) {
+	third := func(seed int64) *Report {
+		return synthReport("20261130-070000-seed-122413", seed, synthBuild("stock", stockProv, 10, nil, time.Millisecond, true, 1))
+	}
+	tests := []struct {
+		name           string
+		inputs         func() []MergeInput
+		allowPartial   bool
+		wantSeeds      []int64
+		wantSeed       int64
+		wantRuns       string
+		wantComplete   bool
+		wantPartialRun string // named in a note; "" means no such note
+	}{
+		{name: "two seeds, sorted", inputs: twoRuns, wantSeeds: []int64{3, 7}, wantSeed: 7,
+			wantRuns: "20261130-061347-seed-122413,20261130-061721-seed-122413", wantComplete: true},
+		{name: "a repeated seed once", inputs: func() []MergeInput {
+			return append(twoRuns(), MergeInput{Path: "c/report.json", Report: third(7)})
+		}, wantSeeds: []int64{3, 7}, wantSeed: 7,
+			wantRuns: "20261130-061347-seed-122413,20261130-061721-seed-122413,20261130-070000-seed-122413", wantComplete: true},
+		{name: "a merged report's seeds and runs are pooled, not its own", inputs: func() []MergeInput {
+			m, err := Merge(twoRuns(), MergeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			return []MergeInput{{Path: "c/report.json", Report: third(11)}, {Path: "m/report.json", Report: m}}
+		}, wantSeeds: []int64{3, 7, 11}, wantSeed: 11,
+			wantRuns: "20261130-070000-seed-122413,20261130-061347-seed-122413,20261130-061721-seed-122413", wantComplete: true},
+		{name: "a partial report pooled: not complete, noted", allowPartial: true, inputs: func() []MergeInput {
+			in := twoRuns()
+			in[1].Report.Complete = false
+			return in
+		}, wantSeeds: []int64{3, 7}, wantSeed: 7, wantRuns: "20261130-061347-seed-122413,20261130-061721-seed-122413",
+			wantPartialRun: "20261130-061721-seed-122413 (in progress (partial))"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Merge(tc.inputs(), MergeOptions{AllowPartial: tc.allowPartial})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(m.Seeds, tc.wantSeeds) || m.Seed != tc.wantSeed {
+				t.Errorf("seed %d seeds %v, want %d %v", m.Seed, m.Seeds, tc.wantSeed, tc.wantSeeds)
+			}
+			if got := strings.Join(m.MergedFrom, ","); got != tc.wantRuns {
+				t.Errorf("merged_from %s, want %s", got, tc.wantRuns)
+			}
+			if m.Complete != tc.wantComplete {
+				t.Errorf("complete %t, want %t", m.Complete, tc.wantComplete)
+			}
+			noted := slices.ContainsFunc(m.Notes, func(n string) bool {
+				return strings.HasPrefix(n, "partial reports pooled") && strings.Contains(n, tc.wantPartialRun)
+			})
+			if noted != (tc.wantPartialRun != "") {
+				t.Errorf("notes %q, want a partial-report note naming %q: %t", m.Notes, tc.wantPartialRun, tc.wantPartialRun != "")
+			}
+		})
+	}
+}
+
+// A merged report is written like a run's: the new fields survive the
+// round trip, the tests against stock are computed from the pooled counts
+// and report.md says which runs it pools.
+func TestMergedReportWritten(t *testing.T) {
+	m, err := Merge(twoRuns(), MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := Write(m, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	back, err := Read(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md := Markdown(back)
+	cmpMD := CompareMarkdown(back)
+	tests := []struct {
+		name      string
+		got, want any
+	}{
+		{"seeds", back.Seeds, []int64{3, 7}},
+		{"merged_from", len(back.MergedFrom), 2},
+		{"notes", len(back.Notes), len(m.Notes)},
+		{"stranding run id", back.Builds[0].Strandings[2].RunID, "20261130-061721-seed-122413"},
+		{"fix tested against the pooled stock", back.Builds[1].VersusBaseline != nil && back.Builds[1].VersusBaseline.PValue != nil &&
+			*back.Builds[1].VersusBaseline.PValue == *versus(back.Builds[1], back.Builds[0], stranding).PValue, true},
+		{"report.md names the runs", strings.Contains(md, "- merged from 2 runs: `20261130-061347-seed-122413`, `20261130-061721-seed-122413`; seeds 3, 7\n"), true},
+		{"report.md has the notes", strings.Contains(md, "- note: expectation: not carried over"), true},
+		{"report.md's stranding headings name the run", strings.Contains(md, "## Stranding: build stock, cycle 7, run `20261130-061721-seed-122413`"), true},
+		{"compare.md names the runs", strings.Contains(cmpMD, "- merged from 2 runs:"), true},
+		{"a run's report.md has no merge line", strings.Contains(Markdown(twoRuns()[0].Report), "merged from"), false},
+	}
+	for _, tc := range tests {
+		if !equal(tc.got, tc.want) {
+			t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+		}
+	}
+}
+
+// A figure some reports lack is pooled over the others and noted.
+func TestMergeCoverageNotes(t *testing.T) {
+	tests := []struct {
+		name      string
+		mutate    func(b *Build) // run b's stock build
+		wantRate  float64
+		wantPatch float64 // PATCH nodes/status per cycle
+		wantNote  string  // prefix of a note; "" means no coverage note
+	}{
+		{name: "every report has both", mutate: func(*Build) {}, wantRate: 2000.0 / 300, wantPatch: 3},
+		{name: "a report without request counts", mutate: func(b *Build) { b.APIRequestsPerCycle = map[string]float64{} },
+			wantRate: 2000.0 / 300, wantPatch: 2, wantNote: "build stock: api_requests_per_cycle covers 1000 of 2000 cycles"},
+		{name: "a report without a cycle rate", mutate: func(b *Build) { b.CyclesPerSecond = 0 },
+			wantRate: 10, wantPatch: 3, wantNote: "build stock: cycles_per_second covers 1000 of 2000 cycles"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := twoRuns()
+			tc.mutate(&in[1].Report.Builds[0])
+			m, err := Merge(in, MergeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := m.Builds[0]
+			if math.Abs(b.CyclesPerSecond-tc.wantRate) > 1e-9 || b.APIRequestsPerCycle["PATCH nodes/status"] != tc.wantPatch {
+				t.Errorf("cycles/s %v, PATCH per cycle %v; want %v, %v", b.CyclesPerSecond, b.APIRequestsPerCycle["PATCH nodes/status"], tc.wantRate, tc.wantPatch)
+			}
+			var coverage []string
+			for _, n := range m.Notes {
+				if strings.Contains(n, " covers ") {
+					coverage = append(coverage, n)
+				}
+			}
+			if tc.wantNote == "" && len(coverage) > 0 || tc.wantNote != "" && (len(coverage) != 1 || !strings.HasPrefix(coverage[0], tc.wantNote)) {
+				t.Errorf("coverage notes %q, want %q", coverage, tc.wantNote)
+			}
+		})
+	}
+}
