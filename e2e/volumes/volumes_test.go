@@ -165,6 +165,9 @@ func TestAttachPath(t *testing.T) {
 			}); err != nil {
 				t.Fatalf("node lease not renewed after the restart: %v", err)
 			}
+			// kube-scheduler must be watching pods again before db-2 goes:
+			// see schedulerRelisted.
+			schedulerRelisted(ctx, t, c)
 			// Graceful deletion still completes: the kubelet unmounts and
 			// confirms it through the restarted server.
 			old, err := c.CoreV1().Pods(ns).Get(ctx, "db-2", metav1.GetOptions{})
@@ -187,9 +190,7 @@ func TestAttachPath(t *testing.T) {
 				t.Fatalf("deletion of db-2 not confirmed after the restart: %v", err)
 			}
 			// A new volume is attached and mounted through the restarted
-			// server. The pod is bound directly to its node: kube-scheduler
-			// sometimes stops scheduling after an API server restart (its
-			// cache reports corruption), which is not what this checks.
+			// server, for a pod that kube-scheduler places.
 			pvc := &corev1.PersistentVolumeClaim{
 				ObjectMeta: metav1.ObjectMeta{Name: "after-restart", Namespace: ns},
 				Spec: corev1.PersistentVolumeClaimSpec{
@@ -210,7 +211,6 @@ func TestAttachPath(t *testing.T) {
 			pod := &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: "after-restart", Namespace: ns},
 				Spec: corev1.PodSpec{
-					NodeName:   "node-1",
 					Containers: []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10", VolumeMounts: []corev1.VolumeMount{{Name: "data", MountPath: "/data"}}}},
 					Volumes: []corev1.Volume{{Name: "data", VolumeSource: corev1.VolumeSource{
 						PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc.Name}}}},
@@ -220,11 +220,71 @@ func TestAttachPath(t *testing.T) {
 				t.Fatal(err)
 			}
 			if err := pods.WaitFor(wctx, func(p *workload.Pods) bool { return workload.IsRunning(p.Get("after-restart")) }); err != nil {
-				t.Fatalf("pod with a new volume not Running after the restart: %v\n%s", err, describe(pods.Get("after-restart")))
+				t.Fatalf("pod with a new volume not Running after the restart: %v\n%s%s", err, describe(pods.Get("after-restart")), notScheduledHint(pods.Get("after-restart")))
 			}
 			return ctx
 		}).Feature()
 	s.Env.Test(t, f)
+}
+
+// schedulerRelisted waits until kube-scheduler has seen a pod created after
+// the API server restart, that is until its pod informer has listed pods
+// again. After the restart its reflectors re-list, each after a backoff
+// (the restarted server first refuses connections, then answers 403 while
+// its authorizer starts), a few seconds at worst. A pod the scheduler placed
+// that is deleted and re-created under the same name within that gap -
+// db-2, which the StatefulSet re-creates within a second of its deletion -
+// reaches the scheduler in the re-list as one update from the old pod to
+// the new (client-go keys objects by namespace/name), and v1.37.2's
+// scheduler (Scheduler.updatePod -> updateAssignedPodInCache ->
+// cacheImpl.UpdatePod) takes the different spec.nodeName for cache
+// corruption and exits: "Pod updated on a different node than previously
+// added to". Nothing schedules after that. docs/scheduler-restart.md has the
+// reproduction.
+//
+// The probe fits no node, so the scheduler's answer is the condition
+// PodScheduled=False, and no kubelet runs it.
+func schedulerRelisted(ctx context.Context, t *testing.T, c kubernetes.Interface) {
+	t.Helper()
+	probe := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: "scheduler-probe", Namespace: ns},
+		Spec: corev1.PodSpec{
+			NodeSelector: map[string]string{"strandlab.io/scheduler-probe": "no-such-node"},
+			Containers:   []corev1.Container{{Name: "app", Image: "registry.k8s.io/pause:3.10"}},
+		},
+	}
+	created, err := c.CoreV1().Pods(ns).Create(ctx, probe, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		err := c.CoreV1().Pods(ns).Delete(ctx, probe.Name, metav1.DeleteOptions{GracePeriodSeconds: new(int64), Preconditions: metav1.NewUIDPreconditions(string(created.UID))})
+		if err != nil {
+			t.Errorf("delete %s: %v", probe.Name, err)
+		}
+	}()
+	if err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 90*time.Second, true, func(ctx context.Context) (bool, error) {
+		got, err := c.CoreV1().Pods(ns).Get(ctx, probe.Name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, cond := range got.Status.Conditions {
+			if cond.Type == corev1.PodScheduled && cond.Status == corev1.ConditionFalse {
+				return true, nil
+			}
+		}
+		return false, nil
+	}); err != nil {
+		t.Fatalf("kube-scheduler did not try a pod created after the restart: %v", err)
+	}
+}
+
+// notScheduledHint explains a pod that kube-scheduler never tried.
+func notScheduledHint(pod *corev1.Pod) string {
+	if pod == nil || pod.Spec.NodeName != "" || len(pod.Status.Conditions) > 0 {
+		return ""
+	}
+	return "\nno node and no PodScheduled condition: kube-scheduler never tried it; did it exit? (its log; docs/scheduler-restart.md)"
 }
 
 func describe(pod *corev1.Pod) string {

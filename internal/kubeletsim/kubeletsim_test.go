@@ -333,3 +333,37 @@ func TestMountFailureEvents(t *testing.T) {
 		})
 	}
 }
+
+// A pod re-created under the same name while the watch was down arrives as
+// one update from the old pod to the new; the old pod's worker must hear of
+// its deletion (the kubelet keys pods by UID).
+func TestReplacedPodEndsTheOldWorker(t *testing.T) {
+	for _, tc := range []struct {
+		name       string
+		newUID     types.UID
+		oldDeleted bool
+	}{
+		{"same pod, new version", "uid-1", false},
+		{"re-created under the same name", "uid-2", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			pw := newPodWorkers(&Node{})
+			old := &podWorker{updates: make(chan *corev1.Pod, 1)}
+			pw.workers["uid-1"] = old
+			oldPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", UID: "uid-1"}}
+			newPod := oldPod.DeepCopy()
+			newPod.UID = tc.newUID
+			newPod.Status.Phase = corev1.PodSucceeded // a finished pod starts no worker: nothing runs
+			pw.replaced(context.Background(), oldPod, newPod)
+			var got *corev1.Pod
+			select {
+			case got = <-old.updates:
+			default:
+				t.Fatal("the old worker got no update")
+			}
+			if deleted := got == nil; deleted != tc.oldDeleted {
+				t.Errorf("old worker told the pod is gone = %v, want %v", deleted, tc.oldDeleted)
+			}
+		})
+	}
+}

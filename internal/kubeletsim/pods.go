@@ -54,7 +54,7 @@ func (pw *podWorkers) run(ctx context.Context) {
 	inf := factory.Core().V1().Pods().Informer()
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(obj any) { pw.update(ctx, obj.(*corev1.Pod)) },
-		UpdateFunc: func(_, obj any) { pw.update(ctx, obj.(*corev1.Pod)) },
+		UpdateFunc: func(oldObj, obj any) { pw.replaced(ctx, oldObj.(*corev1.Pod), obj.(*corev1.Pod)) },
 		DeleteFunc: func(obj any) {
 			if tomb, ok := obj.(cache.DeletedFinalStateUnknown); ok {
 				obj = tomb.Obj
@@ -89,6 +89,18 @@ func (pw *podWorkers) update(ctx context.Context, pod *corev1.Pod) {
 	}
 	pw.mu.Unlock()
 	w.send(pod)
+}
+
+// replaced handles an update. The informer keys pods by namespace/name, so
+// a pod deleted and re-created under the same name while the watch was down
+// arrives as one update from the old pod to the new: the kubelet tracks pods
+// by UID (podStorage.merge in pkg/kubelet/config), so the old pod's worker
+// hears of its deletion and tears its volumes down.
+func (pw *podWorkers) replaced(ctx context.Context, old, pod *corev1.Pod) {
+	if old.UID != pod.UID {
+		pw.deleted(old.UID)
+	}
+	pw.update(ctx, pod)
 }
 
 func (pw *podWorkers) deleted(uid types.UID) {
