@@ -134,16 +134,7 @@ func TestCompareMarkdown(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := CompareMarkdown(tc.r)
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("missing %q in:\n%s", w, got)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(got, w) {
-					t.Errorf("unexpected %q in:\n%s", w, got)
-				}
-			}
+			checkContains(t, got, tc.want, tc.notWant)
 			if again := CompareMarkdown(tc.r); again != got {
 				t.Error("output is not deterministic")
 			}
@@ -234,16 +225,7 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := CompareMarkdown(&Report{Scenario: "s", Complete: true, Builds: tc.builds})
-			for _, w := range tc.want {
-				if !strings.Contains(got, w) {
-					t.Errorf("missing %q in:\n%s", w, got)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(got, w) {
-					t.Errorf("unexpected %q in:\n%s", w, got)
-				}
-			}
+			checkContains(t, got, tc.want, tc.notWant)
 		})
 	}
 }
@@ -527,4 +509,19 @@ func colours(img image.Image) int {
 		}
 	}
 	return len(seen)
+}
+
+// checkContains fails for every want missing from got and every notWant in it.
+func checkContains(t *testing.T, got string, want, notWant []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in:\n%s", w, got)
+		}
+	}
+	for _, w := range notWant {
+		if strings.Contains(got, w) {
+			t.Errorf("unexpected %q in:\n%s", w, got)
+		}
+	}
 }

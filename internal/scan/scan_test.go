@@ -234,14 +234,7 @@ func TestYoungCandidateThatPersistsIsReported(t *testing.T) {
 			start := time.Now().UTC()
 			w := world{podNode: "node-1", scheduledAgo: time.Minute, va: &vaState{node: "node-1", attached: true, writeAgo: tc.vaWriteAgo}}
 			threshold := 300 * time.Millisecond
-			r, err := Scan(scanCtx(t), fake.NewClientset(w.objects(start)...), Options{Threshold: threshold, Interval: 20 * time.Millisecond})
-			if err != nil {
-				t.Fatal(err)
-			}
-			if len(r.Findings) != 1 || r.Findings[0].Kind != detector.Stranded {
-				t.Fatalf("findings %+v", r.Findings)
-			}
-			f := r.Findings[0]
+			r, f := scanOneStranding(t, w, start, threshold)
 			if f.Since.Before(start.Add(-tc.vaWriteAgo)) || r.CompletedAt.Sub(f.Since) <= threshold {
 				t.Errorf("since %v (%s), completed %v: not held past the threshold", f.Since, f.SinceEvidence, r.CompletedAt)
 			}
@@ -401,14 +394,7 @@ func TestFinishedPodIsDatedByObservation(t *testing.T) {
 	start := time.Now().UTC()
 	w := world{podNode: "node-1", podPhase: corev1.PodSucceeded, scheduledAgo: 10 * time.Minute, va: &vaState{node: "node-1", attached: true, writeAgo: 5 * time.Minute}}
 	threshold := 300 * time.Millisecond
-	r, err := Scan(scanCtx(t), fake.NewClientset(w.objects(start)...), Options{Threshold: threshold, Interval: 20 * time.Millisecond})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Findings) != 1 || r.Findings[0].Kind != detector.Stranded {
-		t.Fatalf("findings %+v", r.Findings)
-	}
-	if f := r.Findings[0]; f.Since.Before(start) || !strings.Contains(f.SinceEvidence, "is Succeeded") {
+	if _, f := scanOneStranding(t, w, start, threshold); f.Since.Before(start) || !strings.Contains(f.SinceEvidence, "is Succeeded") {
 		t.Errorf("since %v (%s): want the scan's own observation, not the 5m-old attach", f.Since, f.SinceEvidence)
 	}
 }
@@ -468,4 +454,18 @@ func TestRenderPhantomListing(t *testing.T) {
 		shape.Findings[0]["kind"] != "phantom_listing" || shape.Findings[0]["pod"] != "" {
 		t.Errorf("JSON: %s", buf.String())
 	}
+}
+
+// scanOneStranding scans w's objects with threshold and returns the one
+// finding, which must be a stranding, with the scan's report.
+func scanOneStranding(t *testing.T, w world, start time.Time, threshold time.Duration) (*Report, Finding) {
+	t.Helper()
+	r, err := Scan(scanCtx(t), fake.NewClientset(w.objects(start)...), Options{Threshold: threshold, Interval: 20 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Findings) != 1 || r.Findings[0].Kind != detector.Stranded {
+		t.Fatalf("findings %+v", r.Findings)
+	}
+	return r, r.Findings[0]
 }
