@@ -76,6 +76,14 @@ func TestParseRejectsBadInputNamingTheField(t *testing.T) {
 		{"band max below min", valid + "expect: {stock: {stranded: {min: 2, max: 1}}}\n", "expect.stock.stranded.max"},
 		{"bad first-cycle outcome", valid + "expect: {'*': {firstCycle: maybe}}\n", "expect.*.firstCycle"},
 		{"unknown latency field", valid + "scheduling: {pinning: sticky, extenderLatency: {fixd: 1s}}\n", "scheduling.extenderLatency.fixd: unknown field"},
+		{"proxy rule without a resource", valid + "proxy: {rules: [{delay: {fixed: 1s}}]}\n", "proxy.rules[0].resource: required"},
+		{"proxy rule with a bad event type", valid + "proxy: {rules: [{resource: nodes, eventTypes: [CHANGED]}]}\n", `proxy.rules[0].eventTypes: "CHANGED" is not`},
+		{"proxy predicate on pods", valid + "proxy: {rules: [{resource: pods, predicate: volumesAttachedAdded}]}\n", "proxy.rules[0].predicate: volumesAttachedAdded applies to nodes only"},
+		{"proxy delay of two kinds", valid + "proxy: {rules: [{resource: nodes, delay: {fixed: 1s, uniformMax: 2s}}]}\n", "proxy.rules[0].delay.set only one of"},
+		{"proxy delay too long", valid + "proxy: {rules: [{resource: nodes, delay: {fixed: 6m}}]}\n", "proxy.rules[0].delay.fixed: 6m0s out of range"},
+		{"proxy request latency", valid + "proxy: {requestLatency: {uniformMin: 2s, uniformMax: 1s}}\n", "proxy.requestLatency.uniformMax: 1s is below uniformMin 2s"},
+		{"proxy negative qps", valid + "proxy: {qps: -1}\n", "proxy.qps: -1 is negative"},
+		{"unknown proxy delay field", valid + "proxy: {rules: [{resource: nodes, delay: {fixd: 1s}}]}\n", "proxy.rules[0].delay.fixd: unknown field"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

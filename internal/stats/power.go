@@ -92,37 +92,37 @@ func binomialPMF(n int, r float64) (lo int, pmf []float64) {
 	// terms are relative to the mode's, so the sum so far (at least 1)
 	// stands for the total, which is larger.
 	sum := 1.0
-	var below []float64 // P(mode-1), P(mode-2), ... relative to P(mode)
-	t := 1.0
-	for k := mode; k > 0; k-- {
-		q := down(k)
-		if q < 1 && t*q/(1-q) < tailCut*sum {
-			break
-		}
-		t *= q
-		sum += t
-		below = append(below, t)
-	}
+	below := tailTerms(mode, mode, -1, down, &sum) // P(mode-1), P(mode-2), ... relative to P(mode)
 	lo = mode - len(below)
 	pmf = make([]float64, 0, len(below)+1)
 	for i := len(below) - 1; i >= 0; i-- {
 		pmf = append(pmf, below[i])
 	}
 	pmf = append(pmf, 1)
-	t = 1
-	for k := mode; k < n; k++ {
-		q := up(k)
-		if q < 1 && t*q/(1-q) < tailCut*sum {
-			break
-		}
-		t *= q
-		sum += t
-		pmf = append(pmf, t)
-	}
+	pmf = append(pmf, tailTerms(mode, n-mode, +1, up, &sum)...)
 	for i := range pmf {
 		pmf[i] /= sum
 	}
 	return lo, pmf
+}
+
+// tailTerms walks at most steps terms from the mode in direction dir (-1
+// or +1), ratio(k) taking P(k) to its neighbour, and returns them relative
+// to P(mode), adding each to *sum; it stops where the rest of the tail is
+// below tailCut of the sum so far.
+func tailTerms(mode, steps, dir int, ratio func(k int) float64, sum *float64) []float64 {
+	var terms []float64
+	t := 1.0
+	for i, k := 0, mode; i < steps; i, k = i+1, k+dir {
+		q := ratio(k)
+		if q < 1 && t*q/(1-q) < tailCut**sum {
+			break
+		}
+		t *= q
+		*sum += t
+		terms = append(terms, t)
+	}
+	return terms
 }
 
 // PowerPlan returns the cycles per build (the same for both builds) that
