@@ -20,9 +20,8 @@ import (
 
 	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/workload"
-
 	"github.com/strandlab/strandlab/internal/pinning"
+	"github.com/strandlab/strandlab/internal/workload"
 )
 
 const ns = "pin"

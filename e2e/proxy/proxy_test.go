@@ -24,9 +24,8 @@ import (
 
 	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/workload"
-
 	"github.com/strandlab/strandlab/internal/fault"
+	"github.com/strandlab/strandlab/internal/workload"
 )
 
 const hold = 3 * time.Second

@@ -19,11 +19,10 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/klog/v2"
 
+	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/detector"
 	"github.com/strandlab/strandlab/internal/timeline"
 	"github.com/strandlab/strandlab/internal/workload"
-
-	"github.com/strandlab/strandlab/internal/cycle"
 )
 
 // Target is a pod the runner may delete.

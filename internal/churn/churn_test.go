@@ -14,9 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/strandlab/strandlab/internal/workload"
-
 	"github.com/strandlab/strandlab/internal/cycle"
+	"github.com/strandlab/strandlab/internal/workload"
 )
 
 func targets(n int) []Target {

@@ -12,9 +12,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/strandlab/strandlab/internal/fault"
-
 	"github.com/strandlab/strandlab/internal/pinning"
-
 	"github.com/strandlab/strandlab/internal/provenance"
 )
 

@@ -33,9 +33,8 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/strandlab/strandlab/internal/upstream"
-
 	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/upstream"
 )
 
 // Stock names the unmodified upstream build.

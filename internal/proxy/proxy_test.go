@@ -23,9 +23,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes/scheme"
 
-	"github.com/strandlab/strandlab/internal/pki"
-
 	"github.com/strandlab/strandlab/internal/fault"
+	"github.com/strandlab/strandlab/internal/pki"
 )
 
 // certs are a CA and the identities of one proxy test.

@@ -16,11 +16,10 @@ import (
 
 	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/detector"
-	"github.com/strandlab/strandlab/internal/stats"
-	"github.com/strandlab/strandlab/internal/timeline"
-
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/stats"
+	"github.com/strandlab/strandlab/internal/timeline"
 )
 
 // Report is report.json.

@@ -25,12 +25,11 @@ import (
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/kcmbuild"
 	"github.com/strandlab/strandlab/internal/pinning"
+	"github.com/strandlab/strandlab/internal/provenance"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/scenario"
 	"github.com/strandlab/strandlab/internal/timeline"
 	"github.com/strandlab/strandlab/internal/workload"
-
-	"github.com/strandlab/strandlab/internal/provenance"
 	"github.com/strandlab/strandlab/manifests"
 )
 

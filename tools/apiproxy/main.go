@@ -25,9 +25,8 @@ import (
 	"k8s.io/klog/v2"
 	"sigs.k8s.io/yaml"
 
-	"github.com/strandlab/strandlab/internal/proxy"
-
 	"github.com/strandlab/strandlab/internal/fault"
+	"github.com/strandlab/strandlab/internal/proxy"
 )
 
 func main() {

@@ -24,7 +24,6 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/strandlab/strandlab/internal/extender"
-
 	"github.com/strandlab/strandlab/internal/pinning"
 )
 

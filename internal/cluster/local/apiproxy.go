@@ -11,10 +11,9 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/pki"
 	"github.com/strandlab/strandlab/internal/process"
-
-	"github.com/strandlab/strandlab/internal/fault"
 )
 
 // startProxy starts the throttling proxy in front of the API server, when

@@ -29,10 +29,9 @@ import (
 
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/process"
+	"github.com/strandlab/strandlab/internal/provenance"
 	"github.com/strandlab/strandlab/internal/upstream"
 	"github.com/strandlab/strandlab/manifests"
-
-	"github.com/strandlab/strandlab/internal/provenance"
 )
 
 // Provider starts local clusters. Its binaries are built from the pinned
