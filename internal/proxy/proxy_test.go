@@ -304,10 +304,18 @@ func TestJournalRecordsControllerWrites(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	j := p.journal.since(time.Time{})
 	want := []fault.JournalEntry{
 		{Kind: "request", Resource: "nodes/status", Name: "node-1", Verb: "PATCH", Body: "{}", Code: 200},
 		{Kind: "request", Resource: "volumeattachments", Name: "csi-abc", Verb: "DELETE", Code: 200},
+	}
+	// The proxy journals a request (with its status code) once the
+	// response has been written, so the client can see the response a
+	// moment before the entry exists: poll with a deadline.
+	var j []fault.JournalEntry
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+		if j = p.journal.since(time.Time{}); len(j) >= len(want) || time.Now().After(deadline) {
+			break
+		}
 	}
 	if len(j) != len(want) {
 		t.Fatalf("journal has %d entries %+v, want %d", len(j), j, len(want))
