@@ -46,7 +46,7 @@ func execute() int {
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
-	root.AddCommand(runCommand(), downCommand(), validateCommand(), kcmCommand(), mergeCommand())
+	root.AddCommand(runCommand(), downCommand(), validateCommand(), kcmCommand(), mergeCommand(), planCommand())
 	err := root.Execute()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "strandlab:", err)

@@ -1,0 +1,91 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/scenario"
+	"github.com/strandlab/strandlab/internal/stats"
+)
+
+// planCommand is `strandlab plan`: the cycles per build a comparison needs,
+// before running it (stats.PowerPlan, docs/statistics.md).
+func planCommand() *cobra.Command {
+	var o planOptions
+	cmd := &cobra.Command{
+		Use:   "plan SCENARIO",
+		Short: "Cycles per build needed to show that a build strands less than stock",
+		Long: `Print the cycles per build that Fisher's exact test (one-sided, the test every
+comparison against stock uses) needs to show, with the given power, that a
+build whose true stranding rate is --build-rate strands less often than a
+baseline whose rate is --baseline-rate, and whether the scenario's
+churn.cycles is enough. The baseline rate comes from --baseline-rate, or
+from stock's measured rate in a previous report (--from-report).`,
+		Example: `  strandlab plan scenarios/soak.yaml --baseline-rate 0.001
+  strandlab plan scenarios/soak.yaml --from-report _output/reports/latest/report.json`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.scenario = args[0]
+			return plan(o, cmd.OutOrStdout())
+		},
+	}
+	f := cmd.Flags()
+	f.Float64Var(&o.baselineRate, "baseline-rate", 0, "the baseline's (stock's) stranding rate per cycle, in (0, 1]")
+	f.StringVar(&o.fromReport, "from-report", "", "take the baseline rate from stock's stranded_rate in this report.json")
+	f.Float64Var(&o.buildRate, "build-rate", 0, "the rate the build is expected to have (0: a fix that removes the bug)")
+	f.Float64Var(&o.alpha, "alpha", 0.01, "significance level")
+	f.Float64Var(&o.power, "power", 0.8, "the probability of showing the difference when it is real")
+	return cmd
+}
+
+type planOptions struct {
+	scenario, fromReport    string
+	baselineRate, buildRate float64
+	alpha, power            float64
+}
+
+func plan(o planOptions, w io.Writer) error {
+	sc, err := scenario.Load(o.scenario)
+	if err != nil {
+		return err
+	}
+	rate := o.baselineRate
+	switch {
+	case o.fromReport != "" && rate != 0:
+		return errors.New("--baseline-rate and --from-report: give one")
+	case o.fromReport != "":
+		r, err := report.Read(o.fromReport)
+		if err != nil {
+			return fmt.Errorf("--from-report: %w", err)
+		}
+		found := false
+		for _, b := range r.Builds {
+			if b.Name == "stock" {
+				rate, found = b.StrandedRate, true
+			}
+		}
+		if !found {
+			return fmt.Errorf("--from-report: %s has no stock build", o.fromReport)
+		}
+		if rate == 0 {
+			return fmt.Errorf("--from-report: stock stranded 0 times in %s: no rate to plan from", o.fromReport)
+		}
+	case rate == 0:
+		return errors.New("--baseline-rate or --from-report is required")
+	}
+	n, err := stats.PowerPlan(rate, o.buildRate, o.alpha, o.power)
+	if err != nil {
+		return fmt.Errorf("plan: %w", err)
+	}
+	verdict := "enough"
+	if sc.Churn.Cycles < n {
+		verdict = "NOT enough"
+	}
+	fmt.Fprintf(w, "baseline rate %.6g, build rate %.6g, alpha %g, power %g: %d cycles per build\n", rate, o.buildRate, o.alpha, o.power, n)
+	fmt.Fprintf(w, "%s: churn.cycles = %d per build: %s\n", o.scenario, sc.Churn.Cycles, verdict)
+	return nil
+}
