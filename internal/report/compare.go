@@ -325,6 +325,31 @@ func writeTests(b *bytes.Buffer, r *Report) {
 		}
 		b.WriteString("\n")
 	}
+	writeEnoughCycles(b, r.Builds[base])
+}
+
+// planPower is the power the "enough cycles" line plans for.
+const planPower = 0.8
+
+// writeEnoughCycles says whether the run had the cycles to show a fix that
+// removes the bug, at the baseline's measured rate (stats.PowerPlan): a "no
+// evidence" verdict from too few cycles is not evidence of no difference.
+func writeEnoughCycles(b *bytes.Buffer, base Build) {
+	if base.Stranded == 0 || base.Cycles == 0 {
+		fmt.Fprintf(b, "\nEnough cycles? `%s` did not strand: there is no rate to plan from (strandlab plan --baseline-rate).\n", baseline)
+		return
+	}
+	n, err := stats.PowerPlan(base.StrandedRate, 0, TestAlpha, planPower)
+	if err != nil {
+		fmt.Fprintf(b, "\nEnough cycles? No plan: %v.\n", err)
+		return
+	}
+	verdict := "yes"
+	if base.Cycles < n {
+		verdict = "no"
+	}
+	fmt.Fprintf(b, "\nEnough cycles? %s: showing that a build which never strands beats `%s`'s measured rate %.4g at α = %g with power %g takes %d cycles per build; `%s` ran %d.\n",
+		verdict, baseline, base.StrandedRate, TestAlpha, planPower, n, baseline, base.Cycles)
 }
 
 // pEquals is "p = <p>" for a verdict.

@@ -525,3 +525,25 @@ func checkContains(t *testing.T, got string, want, notWant []string) {
 		}
 	}
 }
+
+// compare.md says whether stock's cycles were enough to show a fix at
+// stock's measured rate (0.001 needs 9,074 cycles per build, see
+// internal/stats' power plan tests; 0.004 needs far fewer).
+func TestCompareSaysWhetherThereWereEnoughCycles(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		stockStranded int
+		want          string
+	}{
+		{"too few", 5, "Enough cycles? no: showing that a build which never strands beats `stock`'s measured rate 0.001 at α = 0.01 with power 0.8 takes 9074 cycles per build; `stock` ran 5000."},
+		{"enough", 20, "Enough cycles? yes:"},
+		{"no rate", 0, "Enough cycles? `stock` did not strand"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{Scenario: "s", Complete: true, Builds: []Build{
+				{Name: "stock", Cycles: 5000, Stranded: tc.stockStranded, StrandedRate: float64(tc.stockStranded) / 5000},
+				{Name: "fix", Cycles: 5000}}}
+			checkContains(t, CompareMarkdown(r), []string{tc.want}, nil)
+		})
+	}
+}
