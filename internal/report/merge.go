@@ -48,10 +48,16 @@ type MergeOptions struct {
 	Now time.Time
 }
 
+// RunID is the id (and directory name) of a run of scenario started at
+// now: <UTC yyyymmdd-hhmmss>-<scenario>.
+func RunID(now time.Time, scenario string) string {
+	return now.UTC().Format("20060102-150405") + "-" + scenario
+}
+
 // MergeRunID is the run id of a merged report, made at now: like a run's,
 // <UTC yyyymmdd-hhmmss>-merge-<scenario>.
 func MergeRunID(now time.Time, scenario string) string {
-	return now.UTC().Format("20060102-150405") + "-merge-" + scenario
+	return RunID(now, "merge-"+scenario)
 }
 
 // MergeConflict refuses a merge: Field has different values in two reports.

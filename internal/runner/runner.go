@@ -102,7 +102,7 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 // Run executes the scenario and returns the report directory. The report is
 // written (marked partial) even when the run is interrupted or fails midway.
 func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, error) {
-	runID := time.Now().UTC().Format("20060102-150405") + "-" + sc.Name
+	runID := report.RunID(time.Now(), sc.Name)
 	reportDir := filepath.Join(opts.OutputDir, "reports", runID)
 	latest := filepath.Join(opts.OutputDir, "reports", "latest")
 	rep := &report.Report{
