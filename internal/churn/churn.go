@@ -233,7 +233,8 @@ func startProgress(cfg Config, total int, snapshot func() cycle.Result) (stop fu
 // cycle ended before the delete.
 func deletePod(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, cfg Config, index int, name string,
 	previous cycle.Outcome, deadline time.Time) (c cycle.Cycle, old *corev1.Pod, err error) {
-	c = cycle.Cycle{Index: index, Pod: name}
+	// Plan deletes every target once per round, in plan order.
+	c = cycle.Cycle{Index: index, Round: index / len(cfg.Targets), Pod: name}
 	ready := func(p *Pods) bool { return workload.IsRunning(p.Get(name)) }
 	if previous == cycle.Stranded || previous == cycle.TimedOut {
 		ready = func(p *Pods) bool { pod := p.Get(name); return pod != nil && pod.DeletionTimestamp == nil }

@@ -143,6 +143,9 @@ func TestRunConcurrentCyclesInPlanOrder(t *testing.T) {
 		if c.Index != i || c.Outcome != cycle.Running || c.Pod != workload.PodName(plan[i].StatefulSet, plan[i].Ordinal) {
 			t.Errorf("cycle %d = %+v, want pod %v Running", i, c, plan[i])
 		}
+		if c.Round != i/pods { // a round deletes each of the pods once
+			t.Errorf("cycle %d in round %d, want %d", i, c.Round, i/pods)
+		}
 	}
 	sim.mu.Lock()
 	defer sim.mu.Unlock()

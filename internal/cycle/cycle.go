@@ -26,7 +26,11 @@ const (
 
 // Cycle is what happened in one delete/recreate cycle.
 type Cycle struct {
-	Index   int     `json:"index"`
+	Index int `json:"index"`
+	// Round is the round of the churn the cycle belongs to (a round deletes
+	// every target pod once): the unit the report's rounds interval treats
+	// as independent (docs/statistics.md).
+	Round   int     `json:"round"`
 	Pod     string  `json:"pod"`
 	Outcome Outcome `json:"outcome"`
 	OldNode string  `json:"old_node"`

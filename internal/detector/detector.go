@@ -73,6 +73,12 @@ type Finding struct {
 	// (set by a Tracker; equal to the snapshot time from Check).
 	Since    time.Time `json:"since"`
 	Evidence string    `json:"evidence"`
+	// LastListed, on a stranding reported by a Tracker, is the last
+	// snapshot before Since in which the node's status.volumesAttached
+	// listed the volume; zero when the Tracker never saw it listed. The
+	// report uses it to tell a new stranding from the same one persisting
+	// onto the pod's replacement (docs/design.md, "Stranding episode").
+	LastListed time.Time `json:"last_listed,omitzero"`
 }
 
 // Key identifies a finding across snapshots: (kind, pod UID, node,
@@ -309,15 +315,21 @@ type Tracker struct {
 	Threshold       time.Duration
 	SafetyThreshold time.Duration
 	since           map[string]time.Time
+	// listed is when each (node, unique volume name) was last seen in the
+	// node's status.volumesAttached: a stranding's LastListed.
+	listed map[[2]string]time.Time
 }
 
 // NewTracker returns a tracker with the given thresholds.
 func NewTracker(stranding, safety time.Duration) *Tracker {
-	return &Tracker{Threshold: stranding, SafetyThreshold: safety, since: map[string]time.Time{}}
+	return &Tracker{Threshold: stranding, SafetyThreshold: safety, since: map[string]time.Time{}, listed: map[[2]string]time.Time{}}
 }
 
 // Observe takes the next snapshot and returns the findings past their
-// threshold, with Since set to when each condition began.
+// threshold, with Since set to when each condition began and, on
+// strandings, LastListed to when the volume was last seen listed on the
+// node (before Since: a stranded volume is unlisted in every snapshot of
+// its condition).
 func (t *Tracker) Observe(s Snapshot) []Finding {
 	current := Check(s)
 	seen := map[string]bool{}
@@ -336,7 +348,15 @@ func (t *Tracker) Observe(s Snapshot) []Finding {
 		}
 		if s.Time.Sub(first) > threshold || threshold == 0 {
 			f.Since = first
+			if f.Kind == Stranded {
+				f.LastListed = t.listed[[2]string{f.Node, f.Volume}]
+			}
 			out = append(out, f)
+		}
+	}
+	for _, n := range s.Nodes {
+		for _, a := range n.Status.VolumesAttached {
+			t.listed[[2]string{n.Name, string(a.Name)}] = s.Time
 		}
 	}
 	for k := range t.since {

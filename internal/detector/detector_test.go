@@ -359,3 +359,64 @@ func TestTrackerReplacementIsANewFinding(t *testing.T) {
 		t.Errorf("replacement's stranding %+v, want it since 32s", got)
 	}
 }
+
+// A stranding names the last snapshot in which its volume was listed on
+// its node: what the report needs to tell one stranding episode that
+// carries over to the pod's replacement from two (docs/design.md,
+// "Stranding episode").
+func TestTrackerLastListed(t *testing.T) {
+	attached := &vaState{"node-1", true, false}
+	stranded := world{podNode: "node-1", va: attached}
+	replacement := stranded
+	replacement.podUID = "uid-web-0-new"
+	listed := world{podNode: "node-1", podRunning: true, listedOn: []string{"node-1"}, va: attached}
+	listedElsewhere := world{podNode: "node-2", podRunning: true, listedOn: []string{"node-2"}, va: &vaState{"node-2", true, false}}
+	type step struct {
+		at         time.Duration
+		w          world
+		lastListed time.Duration // of the reported stranding; -1: never listed
+	}
+	const none, unreported = -1, -2
+	tests := []struct {
+		name  string
+		steps []step
+	}{
+		{"never listed", []step{{0, stranded, unreported}, {11 * time.Second, stranded, none}}},
+		{"listed, then stranded", []step{{0, listed, unreported}, {time.Second, stranded, unreported}, {12 * time.Second, stranded, 0}}},
+		{"the replacement strands with no listing in between: the same last listing", []step{
+			{0, listed, unreported}, {time.Second, stranded, unreported}, {12 * time.Second, stranded, 0},
+			{13 * time.Second, replacement, unreported}, {24 * time.Second, replacement, 0}}},
+		{"listed in between: the later listing", []step{
+			{0, listed, unreported}, {time.Second, stranded, unreported}, {12 * time.Second, stranded, 0},
+			{13 * time.Second, listed, unreported}, {14 * time.Second, replacement, unreported}, {25 * time.Second, replacement, 13 * time.Second}}},
+		{"a listing on another node does not count", []step{
+			{0, listedElsewhere, unreported}, {time.Second, stranded, unreported}, {12 * time.Second, stranded, none}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := NewTracker(10*time.Second, 0)
+			for _, st := range tc.steps {
+				got := tr.Observe(st.w.snapshot(t0.Add(st.at)))
+				var strandings []Finding
+				for _, f := range got {
+					if f.Kind == Stranded {
+						strandings = append(strandings, f)
+					}
+				}
+				if st.lastListed == unreported {
+					if len(strandings) != 0 {
+						t.Fatalf("at %v: %+v, want no stranding reported", st.at, strandings)
+					}
+					continue
+				}
+				want := time.Time{}
+				if st.lastListed != none {
+					want = t0.Add(st.lastListed)
+				}
+				if len(strandings) != 1 || !strandings[0].LastListed.Equal(want) {
+					t.Fatalf("at %v: %+v, want one stranding last listed at %v", st.at, strandings, want)
+				}
+			}
+		})
+	}
+}

@@ -64,16 +64,16 @@ func CompareMarkdown(r *Report) string {
 	b.WriteString("\n|---|")
 	b.WriteString(strings.Repeat("---:|", len(r.Builds)))
 	b.WriteString("\n")
-	rows := []struct {
-		name string
-		cell func(Build) string
-	}{
+	rows := []outcomeRow{
 		{"cycles", func(x Build) string { return fmt.Sprint(x.Cycles) }},
 		{"stranded", func(x Build) string { return fmt.Sprint(x.Stranded) }},
+		{"stranding episodes", func(x Build) string { return fmt.Sprint(episodesOf(x)) }},
 		{"stranded rate (95% CI)", func(x Build) string {
 			lo, hi := interval(x)
 			return fmt.Sprintf("%.4f [%.4f, %.4f]", finite(x.StrandedRate), lo, hi)
 		}},
+		{"95% CI, rounds as unit", func(x Build) string { return clusteredText(roundsRate(x)) }},
+		{"95% CI, runs as unit", func(x Build) string { return clusteredText(runsRate(x)) }},
 		{"safety violations", func(x Build) string { return fmt.Sprint(x.SafetyViolations) }},
 		{"cycles not running", func(x Build) string { return fmt.Sprint(x.CyclesNotRunning) }},
 		{"attach-to-running p50 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.AttachToRunningMS.P50)) }},
@@ -82,6 +82,10 @@ func CompareMarkdown(r *Report) string {
 		{"delete-to-running p99 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.DeleteToRunningMS.P99)) }},
 		{"cycles/s", func(x Build) string { return fmt.Sprintf("%.2f", finite(x.CyclesPerSecond)) }},
 		{"controller API requests per cycle (total)", func(x Build) string { return fmt.Sprintf("%.2f", requestTotal(x)) }},
+	}
+	if !slices.ContainsFunc(r.Builds, func(x Build) bool { _, ok := runsRate(x); return ok }) {
+		// Only a merged report has runs as units.
+		rows = slices.DeleteFunc(rows, func(row outcomeRow) bool { return row.name == "95% CI, runs as unit" })
 	}
 	for _, row := range rows {
 		fmt.Fprintf(&b, "| %s |", row.name)
@@ -145,6 +149,22 @@ func CompareMarkdown(r *Report) string {
 	return b.String()
 }
 
+// outcomeRow is a row of compare.md's "Outcomes": its name and a build's cell.
+type outcomeRow struct {
+	name string
+	cell func(Build) string
+}
+
+// clusteredText is a clustered interval's cell: the interval, its units
+// and design effect; "–" when there is none (fewer than two units, or no
+// per-round counts).
+func clusteredText(c stats.ClusteredRate, ok bool) string {
+	if !ok {
+		return "–"
+	}
+	return fmt.Sprintf("[%.4f, %.4f], %d units, design effect %.2f", finite(c.Low), finite(c.High), c.Units, finite(c.DesignEffect))
+}
+
 // verdict is one build's line under "Verdict".
 func verdict(builds []Build, i, base int) string {
 	x := builds[i]
@@ -155,10 +175,14 @@ func verdict(builds []Build, i, base int) string {
 	lo, hi := interval(x)
 	var s string
 	if x.Stranded == 0 {
-		s = fmt.Sprintf("%s: 0 stranded in %d cycles (95%% CI upper bound %.4f)", name, x.Cycles, hi)
+		s = fmt.Sprintf("%s: 0 stranded in %d cycles (95%% CI upper bound %.4f", name, x.Cycles, hi)
 	} else {
-		s = fmt.Sprintf("%s: %d stranded in %d cycles (rate %.4f, 95%% CI %.4f–%.4f)", name, x.Stranded, x.Cycles, finite(x.StrandedRate), lo, hi)
+		s = fmt.Sprintf("%s: %d stranded in %d cycles, %d episode(s) (rate %.4f, 95%% CI %.4f–%.4f", name, x.Stranded, x.Cycles, episodesOf(x), finite(x.StrandedRate), lo, hi)
 	}
+	if c, ok := roundsRate(x); ok {
+		s += fmt.Sprintf("; rounds as unit %.4f–%.4f", finite(c.Low), finite(c.High))
+	}
+	s += ")"
 	if base >= 0 && base != i && builds[base].Cycles > 0 {
 		blo, bhi := interval(builds[base])
 		switch {
@@ -233,24 +257,29 @@ func WithTests(builds []Build) []Build {
 	return out
 }
 
-// measure is what a test against the baseline counts, cycle by cycle.
+// measure is what a test against the baseline counts: events out of
+// trials (cycles, or the cycles that could begin an episode).
 type measure struct {
 	noun        string // in the test's name
 	count       func(Build) int
+	trials      func(Build) int
 	fewer, more string // the verdict's verb phrases
 }
 
 var (
-	stranding = measure{"strandings", func(x Build) int { return x.Stranded }, "strands less than", "strands more than"}
-	safety    = measure{"safety violations", func(x Build) int { return x.SafetyViolations },
+	// stranding counts stranding episodes out of the cycles that could
+	// begin one: a cycle that continues an episode is the same failure,
+	// not a new trial (docs/statistics.md, "The unit: stranding episodes").
+	stranding = measure{"stranding episodes", episodesOf, episodeTrials, "strands less than", "strands more than"}
+	safety    = measure{"safety violations", func(x Build) int { return x.SafetyViolations }, func(x Build) int { return x.Cycles },
 		"has fewer safety violations than", "has more safety violations than"}
 )
 
 // versus tests build x against the baseline build base at TestAlpha with
-// Fisher's exact test on m's count per cycle: one-sided for fewer and, when
-// that finds nothing, one-sided for more. When neither rejects, it reports
-// the smaller of the two one-sided p-values (the direction the counts lean
-// towards; fewer on a tie).
+// Fisher's exact test on m's events out of m's trials: one-sided for fewer
+// and, when that finds nothing, one-sided for more. When neither rejects,
+// it reports the smaller of the two one-sided p-values (the direction the
+// counts lean towards; fewer on a tie).
 func versus(x, base Build, m measure) *Versus {
 	v := &Versus{Test: "fisher-exact one-sided (fewer " + m.noun + ")"}
 	for _, y := range []Build{x, base} {
@@ -258,12 +287,12 @@ func versus(x, base Build, m measure) *Versus {
 			v.Verdict = "not tested: " + y.Name + " has run no cycles"
 			return v
 		}
-		if k := m.count(y); k > y.Cycles {
-			v.Verdict = fmt.Sprintf("not tested: %s has %d %s in %d cycles, more than one per cycle", y.Name, k, m.noun, y.Cycles)
+		if k, n := m.count(y), m.trials(y); k > n {
+			v.Verdict = fmt.Sprintf("not tested: %s has %d %s in %d cycles, more than one per cycle", y.Name, k, m.noun, n)
 			return v
 		}
 	}
-	fewer, err := stats.FisherExact(m.count(base), base.Cycles, m.count(x), x.Cycles, stats.Fewer)
+	fewer, err := stats.FisherExact(m.count(base), m.trials(base), m.count(x), m.trials(x), stats.Fewer)
 	if err != nil {
 		v.Verdict = "not tested: " + err.Error()
 		return v
@@ -273,7 +302,7 @@ func versus(x, base Build, m measure) *Versus {
 		v.Verdict = fmt.Sprintf("%s %s %s, %s", x.Name, m.fewer, base.Name, pEquals(fewer))
 		return v
 	}
-	more, _ := stats.FisherExact(m.count(base), base.Cycles, m.count(x), x.Cycles, stats.More)
+	more, _ := stats.FisherExact(m.count(base), m.trials(base), m.count(x), m.trials(x), stats.More)
 	if more <= TestAlpha {
 		v.Test = "fisher-exact one-sided (more " + m.noun + ")"
 		v.PValue = &more
@@ -304,24 +333,27 @@ func writeTests(b *bytes.Buffer, r *Report) {
 		fmt.Fprintf(b, "Only `%s` ran: nothing to test against it.\n", baseline)
 		return
 	}
-	fmt.Fprintf(b, "Fisher's exact test, one-sided, cycle by cycle, at α = %g (docs/statistics.md): "+
-		"does the build strand less often than `%s` (or, failing that, more often)? The same for safety violations.\n\n", TestAlpha, baseline)
-	b.WriteString("| build | stranded vs " + baseline + " | test | p | verdict | safety violations vs " + baseline + " | test | p | verdict |\n")
+	fmt.Fprintf(b, "Fisher's exact test, one-sided, at α = %g (docs/statistics.md): "+
+		"does the build strand less often than `%s` (or, failing that, more often)? Strandings are counted in episodes, "+
+		"out of the cycles that could begin one (a cycle that continues an episode is not a new trial); "+
+		"safety violations per cycle.\n\n", TestAlpha, baseline)
+	b.WriteString("| build | stranding episodes vs " + baseline + " | test | p | verdict | safety violations vs " + baseline + " | test | p | verdict |\n")
 	b.WriteString("|---|---:|---|---:|---|---:|---|---:|---|\n")
+	stock := r.Builds[base]
 	for i, x := range WithTests(r.Builds) {
 		if i == base {
 			continue
 		}
 		fmt.Fprintf(b, "| %s |", mdCell(x.Name))
 		for _, c := range []struct {
-			v    *Versus
-			x, y int
-		}{{x.VersusBaseline, x.Stranded, r.Builds[base].Stranded}, {x.SafetyVersusBaseline, x.SafetyViolations, r.Builds[base].SafetyViolations}} {
+			v *Versus
+			m measure
+		}{{x.VersusBaseline, stranding}, {x.SafetyVersusBaseline, safety}} {
 			p := "–"
 			if c.v.PValue != nil {
 				p = pValueText(*c.v.PValue)
 			}
-			fmt.Fprintf(b, " %d/%d vs %d/%d | %s | %s | %s |", c.x, x.Cycles, c.y, r.Builds[base].Cycles, c.v.Test, p, mdCell(c.v.Verdict))
+			fmt.Fprintf(b, " %d/%d vs %d/%d | %s | %s | %s |", c.m.count(x), c.m.trials(x), c.m.count(stock), c.m.trials(stock), c.v.Test, p, mdCell(c.v.Verdict))
 		}
 		b.WriteString("\n")
 	}
@@ -332,14 +364,16 @@ func writeTests(b *bytes.Buffer, r *Report) {
 const planPower = 0.8
 
 // writeEnoughCycles says whether the run had the cycles to show a fix that
-// removes the bug, at the baseline's measured rate (stats.PowerPlan): a "no
-// evidence" verdict from too few cycles is not evidence of no difference.
+// removes the bug, at the baseline's measured rate of stranding episodes
+// (the unit of the test; stats.PowerPlan): a "no evidence" verdict from
+// too few cycles is not evidence of no difference.
 func writeEnoughCycles(b *bytes.Buffer, base Build) {
 	if base.Stranded == 0 || base.Cycles == 0 {
 		fmt.Fprintf(b, "\nEnough cycles? `%s` did not strand: there is no rate to plan from (strandlab plan --baseline-rate).\n", baseline)
 		return
 	}
-	n, err := stats.PowerPlan(base.StrandedRate, 0, TestAlpha, planPower)
+	rate := float64(episodesOf(base)) / float64(episodeTrials(base))
+	n, err := stats.PowerPlan(rate, 0, TestAlpha, planPower)
 	if err != nil {
 		fmt.Fprintf(b, "\nEnough cycles? No plan: %v.\n", err)
 		return
@@ -348,8 +382,8 @@ func writeEnoughCycles(b *bytes.Buffer, base Build) {
 	if base.Cycles < n {
 		verdict = "no"
 	}
-	fmt.Fprintf(b, "\nEnough cycles? %s: showing that a build which never strands beats `%s`'s measured rate %.4g at α = %g with power %g takes %d cycles per build; `%s` ran %d.\n",
-		verdict, baseline, base.StrandedRate, TestAlpha, planPower, n, baseline, base.Cycles)
+	fmt.Fprintf(b, "\nEnough cycles? %s: showing that a build which never strands beats `%s`'s measured rate of stranding episodes %.4g at α = %g with power %g takes %d cycles per build; `%s` ran %d.\n",
+		verdict, baseline, rate, TestAlpha, planPower, n, baseline, base.Cycles)
 }
 
 // pEquals is "p = <p>" for a verdict.

@@ -74,11 +74,11 @@ func TestCompareMarkdown(t *testing.T) {
 				"| request | stock | fix | fix/stock |",
 				"| GET volumeattachments | 4.00 | 4.00 | 1.00 |\n| LIST pods | 0.50 | 0.00 | 0.00 |\n| PATCH nodes/status | 2.00 | 3.00 | 1.50 |\n| WATCH csinodes | 0.00 | 0.10 | – |\n",
 				"| **total** | 6.50 | 7.10 | 1.09 |",
-				fmt.Sprintf("- `stock`: 3 stranded in 10 cycles (rate 0.3000, 95%% CI %.4f–%.4f); no safety violations", lo3, hi3),
+				fmt.Sprintf("- `stock`: 3 stranded in 10 cycles, 3 episode(s) (rate 0.3000, 95%% CI %.4f–%.4f); no safety violations", lo3, hi3),
 				fmt.Sprintf("- `fix`: 0 stranded in 10 cycles (95%% CI upper bound %.4f); interval overlaps stock's", hi0),
 				// 0/10 vs 3/10: C(10,3)/C(20,3) = 2/19 = 0.105.
 				"interval overlaps stock's; Fisher exact test: no evidence either way (p = 0.11); no safety violations",
-				"| fix | 0/10 vs 3/10 | fisher-exact one-sided (fewer strandings) | 0.11 | no evidence either way (p = 0.11) |",
+				"| fix | 0/10 vs 3/10 | fisher-exact one-sided (fewer stranding episodes) | 0.11 | no evidence either way (p = 0.11) |",
 				"](compare.png)",
 			},
 			notWant: []string{"partial", "NaN", "Inf"},
@@ -94,7 +94,7 @@ func TestCompareMarkdown(t *testing.T) {
 				"- `fix`: 0 stranded in 200 cycles (95% CI upper bound",
 				"No build named `stock`: nothing to test against.",
 			},
-			notWant: []string{"/stock", "stock's", "Fisher exact test:", "| build | stranded vs"},
+			notWant: []string{"/stock", "stock's", "Fisher exact test:", "| build | stranding episodes vs"},
 		},
 		{
 			name:    "interrupted",
@@ -166,8 +166,8 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 			want: []string{
 				"## Tests against stock\n",
 				"at α = 0.01",
-				"| build | stranded vs stock | test | p | verdict | safety violations vs stock | test | p | verdict |\n|---|---:|---|---:|---|---:|---|---:|---|\n",
-				"| fix | 0/5000 vs 5/5000 | fisher-exact one-sided (fewer strandings) | 0.031 | no evidence either way (p = 0.031) |" +
+				"| build | stranding episodes vs stock | test | p | verdict | safety violations vs stock | test | p | verdict |\n|---|---:|---|---:|---|---:|---|---:|---|\n",
+				"| fix | 0/5000 vs 5/5000 | fisher-exact one-sided (fewer stranding episodes) | 0.031 | no evidence either way (p = 0.031) |" +
 					" 0/5000 vs 0/5000 | fisher-exact one-sided (fewer safety violations) | 1 | no evidence either way (p = 1) |\n",
 				"interval overlaps stock's; Fisher exact test: no evidence either way (p = 0.031); no safety violations",
 			},
@@ -178,7 +178,7 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 			name:   "stock 20/5000 vs fix 0/5000",
 			builds: []Build{build("stock", 20, 5000, nil), build("fix", 0, 5000, nil)},
 			want: []string{
-				"| fix | 0/5000 vs 20/5000 | fisher-exact one-sided (fewer strandings) | 9.4e-7 | fix strands less than stock, p = 9.4e-7 |",
+				"| fix | 0/5000 vs 20/5000 | fisher-exact one-sided (fewer stranding episodes) | 9.4e-7 | fix strands less than stock, p = 9.4e-7 |",
 				"; Fisher exact test: fix strands less than stock, p = 9.4e-7; no safety violations",
 			},
 			notWant: []string{"no evidence either way (p = 9.4e-7)"},
@@ -188,7 +188,7 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 			name:   "a build that strands more",
 			builds: []Build{build("stock", 0, 5000, nil), build("regress", 20, 5000, nil)},
 			want: []string{
-				"| regress | 20/5000 vs 0/5000 | fisher-exact one-sided (more strandings) | 9.4e-7 | regress strands more than stock, p = 9.4e-7 |",
+				"| regress | 20/5000 vs 0/5000 | fisher-exact one-sided (more stranding episodes) | 9.4e-7 | regress strands more than stock, p = 9.4e-7 |",
 				"; Fisher exact test: regress strands more than stock, p = 9.4e-7",
 			},
 		},
@@ -200,11 +200,11 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 			builds: []Build{build("stock", 0, 100, nil), withSafety(build("retry", 0, 100, nil), 12),
 				withSafety(build("mild", 0, 100, nil), 2), withSafety(build("busy", 0, 5, nil), 7)},
 			want: []string{
-				"| retry | 0/100 vs 0/100 | fisher-exact one-sided (fewer strandings) | 1 | no evidence either way (p = 1) |" +
+				"| retry | 0/100 vs 0/100 | fisher-exact one-sided (fewer stranding episodes) | 1 | no evidence either way (p = 1) |" +
 					" 12/100 vs 0/100 | fisher-exact one-sided (more safety violations) | 0.00017 | retry has more safety violations than stock, p = 0.00017 |",
-				"| mild | 0/100 vs 0/100 | fisher-exact one-sided (fewer strandings) | 1 | no evidence either way (p = 1) |" +
+				"| mild | 0/100 vs 0/100 | fisher-exact one-sided (fewer stranding episodes) | 1 | no evidence either way (p = 1) |" +
 					" 2/100 vs 0/100 | fisher-exact one-sided (more safety violations) | 0.25 | no evidence either way (p = 0.25) |",
-				"| busy | 0/5 vs 0/100 | fisher-exact one-sided (fewer strandings) | 1 | no evidence either way (p = 1) |" +
+				"| busy | 0/5 vs 0/100 | fisher-exact one-sided (fewer stranding episodes) | 1 | no evidence either way (p = 1) |" +
 					" 7/5 vs 0/100 | fisher-exact one-sided (fewer safety violations) | – | not tested: busy has 7 safety violations in 5 cycles, more than one per cycle |",
 			},
 		},
@@ -212,7 +212,7 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 			name:   "a build with no cycles yet",
 			builds: []Build{build("stock", 3, 50, nil), build("fix", 0, 0, nil)},
 			want: []string{
-				"| fix | 0/0 vs 3/50 | fisher-exact one-sided (fewer strandings) | – | not tested: fix has run no cycles |",
+				"| fix | 0/0 vs 3/50 | fisher-exact one-sided (fewer stranding episodes) | – | not tested: fix has run no cycles |",
 				"- `fix`: no cycles run yet\n",
 			},
 		},
@@ -311,14 +311,14 @@ func TestReportJSONCarriesTheTests(t *testing.T) {
 		verd string
 	}{
 		// C(5000,20)/C(10000,20).
-		{"fix strandings", back.Builds[1].VersusBaseline, "fisher-exact one-sided (fewer strandings)", 9.356908105548281e-07,
+		{"fix strandings", back.Builds[1].VersusBaseline, "fisher-exact one-sided (fewer stranding episodes)", 9.356908105548281e-07,
 			"fix strands less than stock, p = 9.4e-7"},
 		// 1 vs 0 of 5000: leans towards more, P(the one in fix) = 1/2.
 		{"fix safety", back.Builds[1].SafetyVersusBaseline, "fisher-exact one-sided (more safety violations)", 0.5,
 			"no evidence either way (p = 0.5)"},
 		// 5/5000 vs 20/5000: P(X_B <= 5 | 25 in all), by exact rational
 		// arithmetic (Python fractions and math.comb).
-		{"slow strandings", back.Builds[2].VersusBaseline, "fisher-exact one-sided (fewer strandings)", 0.0020165577149574357,
+		{"slow strandings", back.Builds[2].VersusBaseline, "fisher-exact one-sided (fewer stranding episodes)", 0.0020165577149574357,
 			"slow strands less than stock, p = 0.002"},
 	}
 	for _, tc := range tests {
@@ -527,21 +527,27 @@ func checkContains(t *testing.T, got string, want, notWant []string) {
 }
 
 // compare.md says whether stock's cycles were enough to show a fix at
-// stock's measured rate (0.001 needs 9,074 cycles per build, see
-// internal/stats' power plan tests; 0.004 needs far fewer).
+// stock's measured rate of stranding episodes, the test's unit (0.001
+// needs 9,074 cycles per build, see internal/stats' power plan tests;
+// 0.004 needs far fewer).
 func TestCompareSaysWhetherThereWereEnoughCycles(t *testing.T) {
 	for _, tc := range []struct {
 		name          string
 		stockStranded int
+		episodes      int // 0: as many as stranded cycles (a report without episodes)
 		want          string
 	}{
-		{"too few", 5, "Enough cycles? no: showing that a build which never strands beats `stock`'s measured rate 0.001 at α = 0.01 with power 0.8 takes 9074 cycles per build; `stock` ran 5000."},
-		{"enough", 20, "Enough cycles? yes:"},
-		{"no rate", 0, "Enough cycles? `stock` did not strand"},
+		{"too few", 5, 5, "Enough cycles? no: showing that a build which never strands beats `stock`'s measured rate of stranding episodes 0.001 at α = 0.01 with power 0.8 takes 9074 cycles per build; `stock` ran 5000."},
+		{"enough", 20, 20, "Enough cycles? yes:"},
+		// 20 stranded cycles in 5 episodes: 5 of the 4,985 cycles that
+		// could begin one, 0.001003, not 20/5000 = 0.004.
+		{"episodes, not cycles", 20, 5, "Enough cycles? no: showing that a build which never strands beats `stock`'s measured rate of stranding episodes 0.001003 at"},
+		{"a report without episodes: one per stranded cycle", 20, 0, "Enough cycles? yes:"},
+		{"no rate", 0, 0, "Enough cycles? `stock` did not strand"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := &Report{Scenario: "s", Complete: true, Builds: []Build{
-				{Name: "stock", Cycles: 5000, Stranded: tc.stockStranded, StrandedRate: float64(tc.stockStranded) / 5000},
+				{Name: "stock", Cycles: 5000, Stranded: tc.stockStranded, StrandedEpisodes: tc.episodes, StrandedRate: float64(tc.stockStranded) / 5000},
 				{Name: "fix", Cycles: 5000}}}
 			checkContains(t, CompareMarkdown(r), []string{tc.want}, nil)
 		})

@@ -16,7 +16,6 @@ import (
 
 	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/provenance"
-	"github.com/strandlab/strandlab/internal/stats"
 )
 
 // MergeInput is one report to pool and the file it was read from (named
@@ -278,6 +277,12 @@ type buildPool struct {
 	requests            map[string]float64
 	noRequestCycles     int
 	approximatedLatency bool
+	// rounds of every report pooled, each naming its run; noRounds and
+	// noEpisodes name the runs whose report lacks per-round counts or
+	// stranding episodes (written before they were counted).
+	rounds     []Round
+	noRounds   []string
+	noEpisodes []string
 }
 
 func newBuildPool(first Build) *buildPool {
@@ -293,6 +298,20 @@ func (p *buildPool) add(x Build, runID string) {
 	b.Cycles += x.Cycles
 	b.CyclesNotRunning += x.CyclesNotRunning
 	b.Stranded += x.Stranded
+	// Episodes never span runs (each run has its own cluster), so they add.
+	b.StrandedEpisodes += episodesOf(x)
+	if x.Stranded > 0 && x.StrandedEpisodes == 0 {
+		p.noEpisodes = append(p.noEpisodes, runID)
+	}
+	if x.Cycles > 0 && !roundsComplete(x) {
+		p.noRounds = append(p.noRounds, runID)
+	}
+	for _, r := range x.Rounds {
+		if r.RunID == "" {
+			r.RunID = runID
+		}
+		p.rounds = append(p.rounds, r)
+	}
 	b.SafetyViolations += x.SafetyViolations
 	for _, s := range x.Strandings {
 		if s.RunID == "" {
@@ -347,11 +366,17 @@ func (p *buildPool) add(x Build, runID string) {
 func (p *buildPool) build() (Build, []string) {
 	b := p.b
 	var notes []string
-	if b.Cycles > 0 {
-		b.StrandedRate = float64(b.Stranded) / float64(b.Cycles)
+	if len(p.noRounds) == 0 {
+		b.Rounds = p.rounds
+	} else {
+		notes = append(notes, fmt.Sprintf("build %s: no interval with rounds or runs as the unit: %s has no per-round counts",
+			b.Name, strings.Join(p.noRounds, ", ")))
 	}
-	lo, hi := stats.Wilson95(b.Stranded, b.Cycles)
-	b.StrandedRateCI95 = [2]float64{lo, hi}
+	if len(p.noEpisodes) > 0 {
+		notes = append(notes, fmt.Sprintf("build %s: stranded_episodes counts each stranded cycle of %s as its own episode (its report has no episodes)",
+			b.Name, strings.Join(p.noEpisodes, ", ")))
+	}
+	setStrandedRates(&b)
 	if p.rateSeconds > 0 {
 		b.CyclesPerSecond = float64(p.rateCycles) / p.rateSeconds
 	}

@@ -24,25 +24,33 @@ var (
 )
 
 // synthBuild is a build of n cycles summarised by BuildFromCycles, as a run
-// writes it: the cycles in strandedAt are stranded, the others reach Running
-// in toRunning (10x that from the delete), on the old node when sameNode;
-// the churn takes n/rate seconds.
+// writes it: a round-robin churn of web-0, web-1 and web-2 (a round is 3
+// cycles); the cycles in strandedAt are stranded (on n1, never listed, so
+// a pod's stranded cycles in a row are one episode), the others reach
+// Running in toRunning (10x that from the delete), on the old node when
+// sameNode; the churn takes n/rate seconds.
 func synthBuild(name string, prov provenance.ControllerBuild, n int, strandedAt []int, toRunning time.Duration, sameNode bool, rate float64) Build {
+	return BuildFromCycles(name, prov, synthCycles(n, strandedAt, toRunning, sameNode, rate), nil)
+}
+
+// synthCycles are synthBuild's cycles.
+func synthCycles(n int, strandedAt []int, toRunning time.Duration, sameNode bool, rate float64) cycle.Result {
 	res := cycle.Result{Elapsed: time.Duration(float64(n) / rate * float64(time.Second))}
 	for i := range n {
-		c := cycle.Cycle{Index: i, Pod: "web-0", Outcome: cycle.Running, OldNode: "n1", NewNode: "n2",
+		pod := fmt.Sprintf("web-%d", i%3)
+		c := cycle.Cycle{Index: i, Round: i / 3, Pod: pod, Outcome: cycle.Running, OldNode: "n1", NewNode: "n2",
 			CreateToRunning: toRunning, DeleteToRunning: 10 * toRunning, DeletedAt: t0}
 		if sameNode {
 			c.NewNode = "n1"
 		}
 		if slices.Contains(strandedAt, i) {
 			c.Outcome, c.NewNode = cycle.Stranded, ""
-			c.Stranding = &detector.Finding{Kind: detector.Stranded, Pod: "ns/web-0", Node: "n1", Volume: "v", Since: t0.Add(time.Second)}
+			c.Stranding = &detector.Finding{Kind: detector.Stranded, Pod: "ns/" + pod, Node: "n1", Volume: "v-" + pod, Since: t0.Add(time.Second)}
 			c.DetectedAt = t0.Add(31 * time.Second)
 		}
 		res.Cycles = append(res.Cycles, c)
 	}
-	return BuildFromCycles(name, prov, res, nil)
+	return res
 }
 
 func synthReport(runID string, seed int64, builds ...Build) *Report {
@@ -426,4 +434,95 @@ func TestMergeCoverageNotes(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A merge sums the stranding episodes (they never span runs), pools the
+// rounds of every run, each naming its run, and recomputes the rounds
+// interval from them, which then equals that of one report of both runs;
+// the runs interval has each run as one unit. Reports written before
+// episodes and rounds were counted are pooled with notes.
+func TestMergeEpisodesAndRounds(t *testing.T) {
+	const runA, runB = "20261130-061347-seed-122413", "20261130-061721-seed-122413"
+	// Run a: web-1 strands in cycles 10 and 13 (rounds 3 and 4: one
+	// episode) and web-2 in cycle 500; run b: web-1 in cycle 7.
+	resA := synthCycles(1000, []int{10, 13, 500}, time.Millisecond, true, 10)
+	resB := synthCycles(1000, []int{7}, time.Millisecond, true, 10)
+	inputs := func() []MergeInput {
+		return []MergeInput{
+			{Path: "a/report.json", Report: synthReport(runA, 7, BuildFromCycles("stock", stockProv, resA, nil))},
+			{Path: "b/report.json", Report: synthReport(runB, 3, BuildFromCycles("stock", stockProv, resB, nil))},
+		}
+	}
+	// One report of both runs: b's cycles and rounds after a's.
+	var both cycle.Result
+	both.Cycles = append(both.Cycles, resA.Cycles...)
+	for _, c := range resB.Cycles {
+		c.Index, c.Round = c.Index+1000, c.Round+334
+		both.Cycles = append(both.Cycles, c)
+	}
+	one := BuildFromCycles("stock", stockProv, both, nil)
+	runs, err := stats.Clustered95([]stats.Unit{{Trials: 1000, Events: 3}, {Trials: 1000, Events: 1}})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("pooled", func(t *testing.T) {
+		m, err := Merge(inputs(), MergeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := m.Builds[0]
+		firstB := b.Rounds[334]
+		tests := []struct {
+			name      string
+			got, want any
+		}{
+			{"stranded", b.Stranded, 4},
+			{"episodes summed", b.StrandedEpisodes, 3},
+			{"the same counts as one report of both", [2]int{b.Stranded, b.StrandedEpisodes}, [2]int{one.Stranded, one.StrandedEpisodes}},
+			{"rounds of both runs", len(b.Rounds), 668},
+			{"each round names its run", [2]string{b.Rounds[0].RunID, firstB.RunID}, [2]string{runA, runB}},
+			{"the rounds of the episode", [2]Round{b.Rounds[3], b.Rounds[4]}, [2]Round{{Cycles: 3, Stranded: 1, Episodes: 1, RunID: runA}, {Cycles: 3, Stranded: 1, RunID: runA}}},
+			{"rounds interval as one report of both", b.StrandedRateCI95Rounds, one.StrandedRateCI95Rounds},
+			{"runs interval: each run one unit", b.StrandedRateCI95Runs, &[2]float64{runs.Low, runs.High}},
+			{"a stranding continuing an episode keeps its first cycle", [2]int{b.Strandings[1].Cycle, b.Strandings[1].EpisodeCycle}, [2]int{13, 10}},
+			{"no notes on episodes or rounds", slices.ContainsFunc(m.Notes, func(n string) bool {
+				return strings.Contains(n, "episode") || strings.Contains(n, "per-round")
+			}), false},
+		}
+		for _, tc := range tests {
+			if !equal(tc.got, tc.want) {
+				t.Errorf("%s = %v, want %v", tc.name, tc.got, tc.want)
+			}
+		}
+		if one.StrandedRateCI95Rounds == nil {
+			t.Error("one report of both has no rounds interval")
+		}
+		cmpMD := CompareMarkdown(m)
+		checkContains(t, cmpMD, []string{"| stranding episodes | 3 |",
+			fmt.Sprintf("| 95%% CI, runs as unit | [%.4f, %.4f], 2 units, design effect %.2f |", runs.Low, runs.High, runs.DesignEffect)}, nil)
+	})
+
+	t.Run("reports without episodes or rounds", func(t *testing.T) {
+		in := inputs()
+		old := &in[1].Report.Builds[0]
+		old.StrandedEpisodes, old.Rounds, old.StrandedRateCI95Rounds = 0, nil, nil
+		m, err := Merge(in, MergeOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b := m.Builds[0]
+		if b.StrandedEpisodes != 3 || b.Rounds != nil || b.StrandedRateCI95Rounds != nil || b.StrandedRateCI95Runs != nil {
+			t.Errorf("episodes %d, rounds %d, intervals %v %v; want 3 episodes (b's stranding its own) and no rounds", b.StrandedEpisodes, len(b.Rounds),
+				b.StrandedRateCI95Rounds, b.StrandedRateCI95Runs)
+		}
+		for _, want := range []string{
+			"build stock: no interval with rounds or runs as the unit: " + runB + " has no per-round counts",
+			"build stock: stranded_episodes counts each stranded cycle of " + runB + " as its own episode (its report has no episodes)",
+		} {
+			if !slices.Contains(m.Notes, want) {
+				t.Errorf("notes %q lack %q", m.Notes, want)
+			}
+		}
+	})
 }

@@ -48,21 +48,35 @@ type Report struct {
 
 // Build is the outcome for one controller build.
 type Build struct {
-	Name                 string                     `json:"name"`
-	Provenance           provenance.ControllerBuild `json:"provenance"`
-	Cycles               int                        `json:"cycles"`
-	CyclesNotRunning     int                        `json:"cycles_not_running"`
-	Stranded             int                        `json:"stranded"`
-	SafetyViolations     int                        `json:"safety_violations"`
-	StrandedRate         float64                    `json:"stranded_rate"`
-	StrandedRateCI95     [2]float64                 `json:"stranded_rate_ci95"`
-	CyclesPerSecond      float64                    `json:"cycles_per_second"`
-	AttachToRunningMS    Percentiles                `json:"attach_to_running_ms"`
-	DeleteToRunningMS    Percentiles                `json:"delete_to_running_ms"`
-	APIRequestsPerCycle  map[string]float64         `json:"api_requests_per_cycle"`
-	PinningSameNodeRatio float64                    `json:"pinning_same_node_ratio"`
-	Proxy                ProxyStats                 `json:"proxy"`
-	Strandings           []Stranding                `json:"strandings"`
+	Name             string                     `json:"name"`
+	Provenance       provenance.ControllerBuild `json:"provenance"`
+	Cycles           int                        `json:"cycles"`
+	CyclesNotRunning int                        `json:"cycles_not_running"`
+	Stranded         int                        `json:"stranded"`
+	// StrandedEpisodes counts the stranding episodes: a stranded cycle
+	// begins one unless it continues the episode of its pod's previous
+	// cycle (episodes.go; docs/design.md, "Stranding episode").
+	StrandedEpisodes int        `json:"stranded_episodes"`
+	SafetyViolations int        `json:"safety_violations"`
+	StrandedRate     float64    `json:"stranded_rate"`
+	StrandedRateCI95 [2]float64 `json:"stranded_rate_ci95"`
+	// StrandedRateCI95Rounds is the 95% interval of StrandedRate with the
+	// rounds of the churn as the independent units instead of the cycles
+	// (episodes.go); absent with fewer than two units.
+	StrandedRateCI95Rounds *[2]float64 `json:"stranded_rate_ci95_rounds,omitempty"`
+	// StrandedRateCI95Runs, in a merged report, is the same with each
+	// pooled run as one unit; absent with fewer than two runs.
+	StrandedRateCI95Runs *[2]float64 `json:"stranded_rate_ci95_runs,omitempty"`
+	// Rounds are the per-round counts the rounds interval is computed from
+	// and a merge pools; absent when the report has no per-round counts.
+	Rounds               []Round            `json:"rounds,omitempty"`
+	CyclesPerSecond      float64            `json:"cycles_per_second"`
+	AttachToRunningMS    Percentiles        `json:"attach_to_running_ms"`
+	DeleteToRunningMS    Percentiles        `json:"delete_to_running_ms"`
+	APIRequestsPerCycle  map[string]float64 `json:"api_requests_per_cycle"`
+	PinningSameNodeRatio float64            `json:"pinning_same_node_ratio"`
+	Proxy                ProxyStats         `json:"proxy"`
+	Strandings           []Stranding        `json:"strandings"`
 	// SafetyFindings are the safety violations, one per episode (a
 	// condition holding continuously), with evidence and timeline.
 	SafetyFindings []SafetyFinding `json:"safety_findings"`
@@ -111,9 +125,13 @@ type Stranding struct {
 	Volume string `json:"volume"`
 	// VolumeAttachment is the attachment that is attached while the volume
 	// is absent from the node's status.
-	VolumeAttachment string          `json:"volume_attachment,omitempty"`
-	DetectedAfterMS  float64         `json:"detected_after_ms"`
-	Timeline         []TimelineEntry `json:"timeline"`
+	VolumeAttachment string  `json:"volume_attachment,omitempty"`
+	DetectedAfterMS  float64 `json:"detected_after_ms"`
+	// EpisodeCycle is the cycle whose stranding began this one's episode:
+	// the stranding's own cycle, or an earlier cycle of the same pod when
+	// it continues that episode (docs/design.md, "Stranding episode").
+	EpisodeCycle int             `json:"episode_cycle"`
+	Timeline     []TimelineEntry `json:"timeline"`
 	// RunID is the run the stranding came from, in a merged report.
 	RunID string `json:"run_id,omitempty"`
 }
@@ -167,10 +185,10 @@ func BuildFromCycles(name string, prov provenance.ControllerBuild, res cycle.Res
 	b.SafetyViolations = len(safety)
 	b.SafetyFindings = append([]SafetyFinding{}, safety...)
 	slices.SortFunc(b.SafetyFindings, func(x, y SafetyFinding) int { return x.Since.Compare(y.Since) })
+	b.Strandings, b.StrandedEpisodes, b.Rounds = strandingEpisodes(res.Cycles)
 	for _, c := range res.Cycles {
 		if c.Outcome == cycle.Stranded {
 			b.Stranded++
-			b.Strandings = append(b.Strandings, strandingOf(c))
 			continue
 		}
 		if c.Outcome != cycle.Running {
@@ -188,11 +206,7 @@ func BuildFromCycles(name string, prov provenance.ControllerBuild, res cycle.Res
 	if same+moved > 0 {
 		b.PinningSameNodeRatio = float64(same) / float64(same+moved)
 	}
-	if b.Cycles > 0 {
-		b.StrandedRate = float64(b.Stranded) / float64(b.Cycles)
-	}
-	lo, hi := stats.Wilson95(b.Stranded, b.Cycles)
-	b.StrandedRateCI95 = [2]float64{lo, hi}
+	setStrandedRates(&b)
 	if res.Elapsed > 0 {
 		b.CyclesPerSecond = float64(b.Cycles) / res.Elapsed.Seconds()
 	}
@@ -215,7 +229,7 @@ func strandingOf(c cycle.Cycle) Stranding {
 	entries = append(entries,
 		timeline.Entry{Time: f.Since, Source: timeline.Detector, Event: "stranded: " + f.Evidence},
 		timeline.Entry{Time: c.DetectedAt, Source: timeline.Detector, Event: "still stranded past the threshold: counted"})
-	return Stranding{Cycle: c.Index, Pod: f.Pod, Node: f.Node, Volume: f.Volume, VolumeAttachment: f.VolumeAttachment,
+	return Stranding{Cycle: c.Index, EpisodeCycle: c.Index, Pod: f.Pod, Node: f.Node, Volume: f.Volume, VolumeAttachment: f.VolumeAttachment,
 		DetectedAfterMS: float64(c.DetectedAt.Sub(c.DeletedAt).Microseconds()) / 1000, Timeline: relative(entries, c.DeletedAt)}
 }
 
@@ -383,8 +397,8 @@ func Markdown(r *Report) string {
 				fmt.Fprintf(&b, "\n(%d more strandings: their timelines are in report.json)\n", len(bld.Strandings)-i)
 				break
 			}
-			fmt.Fprintf(&b, "\n## Stranding: build %s, cycle %d%s\n\npod %s on %s, volume `%s`, detected after %.0f ms\n\n| t (ms) | source | event |\n|---:|---|---|\n",
-				bld.Name, s.Cycle, ofRun(s.RunID), s.Pod, s.Node, s.Volume, s.DetectedAfterMS)
+			fmt.Fprintf(&b, "\n## Stranding: build %s, cycle %d%s\n\npod %s on %s, volume `%s`, detected after %.0f ms%s\n\n| t (ms) | source | event |\n|---:|---|---|\n",
+				bld.Name, s.Cycle, ofRun(s.RunID), s.Pod, s.Node, s.Volume, s.DetectedAfterMS, continuesText(s))
 			writeTimeline(&b, s.Timeline)
 		}
 	}
@@ -426,12 +440,12 @@ func writeTimeline(b *bytes.Buffer, entries []TimelineEntry) {
 // the terminal at the end of a run).
 func Table(r *Report) string {
 	var b bytes.Buffer
-	b.WriteString("| build | cycles | not running | stranded | rate (95% CI) | safety | cycles/s | to-running p50/p99 ms | same node |\n")
-	b.WriteString("|---|---:|---:|---:|---|---:|---:|---|---:|\n")
+	b.WriteString("| build | cycles | not running | stranded | episodes | rate (95% CI) | 95% CI, rounds as unit | safety | cycles/s | to-running p50/p99 ms | same node |\n")
+	b.WriteString("|---|---:|---:|---:|---:|---|---|---:|---:|---|---:|\n")
 	for _, bld := range r.Builds {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %.4f [%.4f, %.4f] | %d | %.2f | %.0f / %.0f | %.2f |\n",
-			bld.Name, bld.Cycles, bld.CyclesNotRunning, bld.Stranded, bld.StrandedRate, bld.StrandedRateCI95[0], bld.StrandedRateCI95[1],
-			bld.SafetyViolations, bld.CyclesPerSecond, bld.AttachToRunningMS.P50, bld.AttachToRunningMS.P99, bld.PinningSameNodeRatio)
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %.4f [%.4f, %.4f] | %s | %d | %.2f | %.0f / %.0f | %.2f |\n",
+			bld.Name, bld.Cycles, bld.CyclesNotRunning, bld.Stranded, episodesOf(bld), bld.StrandedRate, bld.StrandedRateCI95[0], bld.StrandedRateCI95[1],
+			intervalText(bld.StrandedRateCI95Rounds), bld.SafetyViolations, bld.CyclesPerSecond, bld.AttachToRunningMS.P50, bld.AttachToRunningMS.P99, bld.PinningSameNodeRatio)
 	}
 	return b.String()
 }

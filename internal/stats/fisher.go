@@ -3,9 +3,9 @@ package stats
 // Fisher's exact test for two binomial counts (docs/statistics.md).
 //
 // The hypergeometric distribution is computed here rather than taken from
-// gonum: gonum.org/v1/gonum/stat/distuv has Binomial and Poisson but no
-// hypergeometric distribution, and gonum itself is not a requirement of this
-// module (only gonum.org/v1/plot is). The probabilities are computed from
+// gonum: gonum.org/v1/gonum/stat/distuv (which clustered.go uses for its t
+// and Beta quantiles) has Binomial and Poisson but no hypergeometric
+// distribution. The probabilities are computed from
 // ratios of successive terms, anchored at the mode: no factorials, no
 // log-gamma differences of numbers near N·log N that cancel, so the tail sum
 // keeps its relative accuracy for any N a run can reach.

@@ -1,6 +1,8 @@
 // Package stats holds the statistics strandlab reports: binomial rates with
-// confidence intervals, latency percentiles, Fisher's exact test of one
-// build against another and the power plan for it (docs/statistics.md).
+// confidence intervals, a rate's interval with dependent trials grouped in
+// independent units (rounds, runs), latency percentiles, Fisher's exact
+// test of one build against another and the power plan for it
+// (docs/statistics.md).
 package stats
 
 import (
