@@ -7,10 +7,13 @@
 // node service refuses to stage a volume that is not ControllerPublished to that
 // node.
 //
-// Nothing is ever mounted (the harness must not need root). A volume is a
-// directory <state-dir>/volumes/<volume-id>/; staging writes a marker file into
-// the staging target path; publishing makes the target path a symlink to the
-// volume's directory.
+// A volume is a directory <state-dir>/volumes/<volume-id>/; staging writes a
+// marker file into the staging target path. Publishing makes the target path a
+// symlink to the volume's directory by default, so that the harness with
+// simulated kubelets needs no root; for real kubelets (a kind cluster) it
+// bind-mounts the directory instead (PublishBind), and Run can register the
+// driver with the kubelet itself (Config.RegistrationDir), as
+// node-driver-registrar would. docs/csi-driver.md describes both.
 //
 // All state lives in JSON files under a shared state directory, one file per
 // volume, so that one controller process and several node processes (one per

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"strings"
 	"time"
 
@@ -48,6 +49,32 @@ func ParseMode(s string) (Mode, error) {
 func (m Mode) controller() bool { return m == ModeController || m == ModeBoth }
 func (m Mode) node() bool       { return m == ModeNode || m == ModeBoth }
 
+// PublishMode selects how NodePublishVolume exposes a volume at the target
+// path.
+type PublishMode string
+
+const (
+	// PublishSymlink makes the target path a symlink to the volume's data
+	// directory: no root needed, enough for simulated kubelets, which never
+	// look inside.
+	PublishSymlink PublishMode = "symlink"
+	// PublishBind bind-mounts the data directory onto the target directory:
+	// the CSI spec has a node plugin mount a volume at the target path, and a
+	// real kubelet looks for a mount point there (when it tears a volume down
+	// or reconstructs its state after a restart). Needs Linux and
+	// CAP_SYS_ADMIN.
+	PublishBind PublishMode = "bind"
+)
+
+// ParsePublishMode parses "symlink" or "bind".
+func ParsePublishMode(s string) (PublishMode, error) {
+	switch m := PublishMode(s); m {
+	case PublishSymlink, PublishBind:
+		return m, nil
+	}
+	return "", fmt.Errorf("invalid publish mode %q: want symlink or bind", s)
+}
+
 // Config configures a Driver.
 type Config struct {
 	// Name is the CSI driver name; DefaultName if empty.
@@ -59,6 +86,19 @@ type Config struct {
 	StateDir string
 	// Mode selects the services to serve; ModeBoth if empty.
 	Mode Mode
+	// PublishMode selects how NodePublishVolume exposes a volume;
+	// PublishSymlink if empty.
+	PublishMode PublishMode
+	// RegistrationDir is the kubelet's plugin registration directory
+	// (/var/lib/kubelet/plugins_registry). If set, Run registers the driver
+	// with the kubelet through <RegistrationDir>/<Name>-reg.sock, the job
+	// node-driver-registrar does in upstream deployments. Node and both mode
+	// only.
+	RegistrationDir string
+	// KubeletRegistrationPath is the CSI socket's path as the kubelet sees it
+	// (the driver's container may mount it elsewhere); it must be absolute.
+	// Empty means the path of Run's endpoint.
+	KubeletRegistrationPath string
 }
 
 // Driver is one instance of the CSI driver: a controller, a node, or both.
@@ -98,10 +138,32 @@ func NewDriver(cfg Config) (*Driver, error) {
 			return nil, fmt.Errorf("invalid node ID %q: want up to 128 letters, digits, '.', '_' or '-'", cfg.NodeID)
 		}
 	}
+	if cfg.PublishMode == "" {
+		cfg.PublishMode = PublishSymlink
+	}
+	if _, err := ParsePublishMode(string(cfg.PublishMode)); err != nil {
+		return nil, err
+	}
+	if cfg.PublishMode == PublishBind && runtime.GOOS != "linux" {
+		return nil, fmt.Errorf("publish mode %s needs Linux", cfg.PublishMode)
+	}
+	if cfg.RegistrationDir != "" && !cfg.Mode.node() {
+		// The kubelet would register a driver whose node service is missing.
+		return nil, fmt.Errorf("kubelet plugin registration needs node or both mode, not %s", cfg.Mode)
+	}
+	if cfg.KubeletRegistrationPath != "" {
+		if cfg.RegistrationDir == "" {
+			return nil, errors.New("kubelet registration path is set but no registration directory")
+		}
+		if !filepath.IsAbs(cfg.KubeletRegistrationPath) {
+			return nil, fmt.Errorf("kubelet registration path %q is not absolute", cfg.KubeletRegistrationPath)
+		}
+	}
 	if cfg.StateDir == "" {
 		return nil, errors.New("state directory is required")
 	}
-	// Publish targets are symlinks into the state dir, so it must be absolute.
+	// Publish targets are symlinks to or bind mounts of directories in the
+	// state dir, so it must be absolute.
 	dir, err := filepath.Abs(cfg.StateDir)
 	if err != nil {
 		return nil, err
@@ -137,20 +199,91 @@ func (d *Driver) ControllerServer() csi.ControllerServer { return d.controller }
 // NodeServer returns the driver's CSI node service; it needs Config.NodeID.
 func (d *Driver) NodeServer() csi.NodeServer { return d.node }
 
+// RegistrationSocket returns the path of the kubelet plugin registration
+// socket, "" without Config.RegistrationDir.
+func (d *Driver) RegistrationSocket() string {
+	if d.cfg.RegistrationDir == "" {
+		return ""
+	}
+	return filepath.Join(d.cfg.RegistrationDir, d.cfg.Name+"-reg.sock")
+}
+
 // Run serves the driver on endpoint (unix:///path/csi.sock, unix:/path or a
-// plain path) until ctx is done. The socket file is removed on return.
+// plain path) until ctx is done, and with Config.RegistrationDir also the
+// kubelet plugin registration service. It returns an error wrapping
+// ErrRegistrationFailed when the kubelet reports that it could not register
+// the driver. The socket files are removed on return.
 func (d *Driver) Run(ctx context.Context, endpoint string) error {
 	lis, err := Listen(endpoint)
 	if err != nil {
 		return err
 	}
 	path := lis.Addr().String()
-	defer func() {
-		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			klog.ErrorS(err, "Removing CSI socket")
+	defer removeSocket(path, "CSI")
+	if d.cfg.RegistrationDir == "" {
+		return d.Serve(ctx, lis)
+	}
+
+	kubeletPath := d.cfg.KubeletRegistrationPath
+	if kubeletPath == "" {
+		if kubeletPath, err = filepath.Abs(path); err != nil {
+			lis.Close()
+			return err
 		}
+	}
+	regPath := d.RegistrationSocket()
+	// Listen replaces a socket left by an earlier instance, as upstream
+	// node-driver-registrar does before it listens (a plugin must remove old
+	// sockets and listen anew, pkg/kubelet/pluginmanager/pluginwatcher/README.md).
+	// The CSI socket listens already, so the kubelet can call it as soon as
+	// it sees this one.
+	regLis, err := Listen(regPath)
+	if err != nil {
+		lis.Close()
+		return fmt.Errorf("registration socket: %w", err)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	failed := make(chan error, 1)
+	fail := func(err error) {
+		select {
+		case failed <- err:
+		default:
+		}
+		cancel()
+	}
+	regDone := make(chan struct{})
+	go func() {
+		defer close(regDone)
+		rs := &registrationServer{name: d.cfg.Name, endpoint: kubeletPath, fail: fail}
+		if err := serveRegistration(ctx, regLis, rs); err != nil {
+			fail(fmt.Errorf("registration server: %w", err))
+		}
+		// Gone as soon as the driver stops, before the CSI socket: the kubelet
+		// then deregisters the driver, as when node-driver-registrar removes
+		// its socket on SIGTERM.
+		removeSocket(regPath, "registration")
 	}()
-	return d.Serve(ctx, lis)
+	klog.V(1).InfoS("Kubelet plugin registration serving", "socket", regPath, "endpoint", kubeletPath)
+
+	err = d.Serve(ctx, lis)
+	cancel()
+	<-regDone
+	if err != nil {
+		return err
+	}
+	select {
+	case err := <-failed:
+		return err
+	default:
+		return nil
+	}
+}
+
+func removeSocket(path, what string) {
+	if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		klog.ErrorS(err, "Removing socket", "socket", what, "path", path)
+	}
 }
 
 // Listen listens on a unix socket endpoint, replacing a stale socket file left
@@ -204,7 +337,7 @@ func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
 		csi.RegisterNodeServer(srv, d.node)
 	}
 	klog.V(1).InfoS("CSI driver serving", "name", d.cfg.Name, "mode", d.cfg.Mode, "node", d.cfg.NodeID,
-		"endpoint", lis.Addr().String(), "stateDir", d.cfg.StateDir)
+		"endpoint", lis.Addr().String(), "stateDir", d.cfg.StateDir, "publishMode", d.cfg.PublishMode)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(lis) }()
@@ -213,14 +346,22 @@ func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
 		return err
 	case <-ctx.Done():
 	}
-	// Let in-flight calls finish so no state update is cut short, but do not
-	// hang on a client that never finishes.
+	// Let in-flight calls finish so no state update is cut short.
+	stopServer(srv, 5*time.Second)
+	<-errc
+	klog.V(1).InfoS("CSI driver stopped", "name", d.cfg.Name, "mode", d.cfg.Mode)
+	return nil
+}
+
+// stopServer stops srv gracefully, letting in-flight calls finish, but does
+// not hang longer than timeout on a client that never finishes.
+func stopServer(srv *grpc.Server, timeout time.Duration) {
 	stopped := make(chan struct{})
 	go func() {
 		srv.GracefulStop()
 		close(stopped)
 	}()
-	t := time.NewTimer(5 * time.Second)
+	t := time.NewTimer(timeout)
 	defer t.Stop()
 	select {
 	case <-stopped:
@@ -228,9 +369,6 @@ func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
 		srv.Stop()
 		<-stopped
 	}
-	<-errc
-	klog.V(1).InfoS("CSI driver stopped", "name", d.cfg.Name, "mode", d.cfg.Mode)
-	return nil
 }
 
 // logCalls logs every call at high verbosity and failures a little lower, so

@@ -67,12 +67,23 @@ type env struct {
 	vol         string
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T) *env { return newEnvPublishing(t, PublishSymlink) }
+
+// newEnvPublishing is newEnv with node instances in publish mode pm.
+func newEnvPublishing(t *testing.T, pm PublishMode) *env {
 	t.Helper()
 	e := &env{state: t.TempDir(), work: t.TempDir()}
 	e.c = newTestDriver(t, e.state, ModeController, "").ControllerServer()
-	e.a = newTestDriver(t, e.state, ModeNode, "node-a").NodeServer()
-	e.b = newTestDriver(t, e.state, ModeNode, "node-b").NodeServer()
+	for _, n := range []struct {
+		srv  *csi.NodeServer
+		node string
+	}{{&e.a, "node-a"}, {&e.b, "node-b"}} {
+		d, err := NewDriver(Config{Mode: ModeNode, NodeID: n.node, StateDir: e.state, PublishMode: pm})
+		if err != nil {
+			t.Fatal(err)
+		}
+		*n.srv = d.NodeServer()
+	}
 	rsp, err := e.c.CreateVolume(ctx, createReq("pvc-1", 1<<20, nil))
 	if err != nil {
 		t.Fatal(err)
@@ -443,6 +454,12 @@ func TestNewDriverValidation(t *testing.T) {
 		{"no state dir", Config{NodeID: "n1"}, false},
 		{"bad mode", Config{Mode: "all", NodeID: "n1", StateDir: dir}, false},
 		{"bad name", Config{Name: "-x", NodeID: "n1", StateDir: dir}, false},
+		{"bind publish mode", Config{NodeID: "n1", StateDir: dir, PublishMode: PublishBind}, true},
+		{"bad publish mode", Config{NodeID: "n1", StateDir: dir, PublishMode: "copy"}, false},
+		{"registration", Config{NodeID: "n1", StateDir: dir, RegistrationDir: dir, KubeletRegistrationPath: "/var/lib/kubelet/plugins/x/csi.sock"}, true},
+		{"registration in controller mode", Config{Mode: ModeController, StateDir: dir, RegistrationDir: dir}, false},
+		{"kubelet path without registration", Config{NodeID: "n1", StateDir: dir, KubeletRegistrationPath: "/x/csi.sock"}, false},
+		{"relative kubelet path", Config{NodeID: "n1", StateDir: dir, RegistrationDir: dir, KubeletRegistrationPath: "x/csi.sock"}, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -450,7 +467,7 @@ func TestNewDriverValidation(t *testing.T) {
 			if (err == nil) != tt.ok {
 				t.Fatalf("NewDriver(%+v) error = %v, want ok=%v", tt.cfg, err, tt.ok)
 			}
-			if err == nil && (d.Config().Name != DefaultName || d.Config().Mode == "") {
+			if err == nil && (d.Config().Name != DefaultName || d.Config().Mode == "" || d.Config().PublishMode == "") {
 				t.Errorf("defaults not applied: %+v", d.Config())
 			}
 		})

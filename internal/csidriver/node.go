@@ -161,8 +161,9 @@ func (s *nodeServer) NodeUnstageVolume(_ context.Context, req *csi.NodeUnstageVo
 	return &csi.NodeUnstageVolumeResponse{}, nil
 }
 
-// NodePublishVolume makes the target path a symlink to the volume's data
-// directory. It requires the volume to be attached to and staged on this node.
+// NodePublishVolume makes the volume's data directory appear at the target
+// path, as a symlink or a bind mount (Config.PublishMode). It requires the
+// volume to be attached to and staged on this node.
 func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVolumeRequest) (*csi.NodePublishVolumeResponse, error) {
 	id, target, staging := req.GetVolumeId(), req.GetTargetPath(), req.GetStagingTargetPath()
 	if id == "" {
@@ -199,31 +200,12 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	}
 
 	data := s.d.store.dataDir(id)
-	fi, err := os.Lstat(target)
-	switch {
-	case errors.Is(err, fs.ErrNotExist):
-		if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
-			return nil, status.Error(codes.Internal, err.Error())
-		}
-	case err != nil:
-		return nil, status.Error(codes.Internal, err.Error())
-	case fi.Mode().Type() == fs.ModeSymlink:
-		if dest, _ := os.Readlink(target); dest != data {
-			return nil, status.Errorf(codes.FailedPrecondition, "target path %s is a symlink to %s", target, dest)
-		}
-	case fi.IsDir():
-		// A CO may pre-create the target directory, as for a mount point.
-		// Only an empty one can be replaced by the symlink.
-		if err := os.Remove(target); err != nil {
-			return nil, status.Errorf(codes.FailedPrecondition, "target path %s is in use: %v", target, err)
-		}
-	default:
-		return nil, status.Errorf(codes.FailedPrecondition, "target path %s exists and is not a directory", target)
+	publish := publishSymlink
+	if s.d.cfg.PublishMode == PublishBind {
+		publish = publishBind
 	}
-	if fi == nil || fi.Mode().Type() != fs.ModeSymlink {
-		if err := os.Symlink(data, target); err != nil {
-			return nil, status.Error(codes.Internal, err.Error())
-		}
+	if err := publish(data, target, req.GetReadonly()); err != nil {
+		return nil, err
 	}
 
 	u := v.usage(node)
@@ -240,8 +222,8 @@ func (s *nodeServer) NodePublishVolume(_ context.Context, req *csi.NodePublishVo
 	return &csi.NodePublishVolumeResponse{}, nil
 }
 
-// NodeUnpublishVolume removes the target symlink. It removes nothing it did
-// not create: a path that is not a symlink to this volume is left alone.
+// NodeUnpublishVolume removes the target symlink or bind mount (and the
+// directory it was mounted on).
 func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpublishVolumeRequest) (*csi.NodeUnpublishVolumeResponse, error) {
 	id, target := req.GetVolumeId(), req.GetTargetPath()
 	if id == "" {
@@ -259,14 +241,12 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 	}
 	defer unlock()
 
-	if fi, err := os.Lstat(target); err == nil && fi.Mode().Type() == fs.ModeSymlink {
-		if dest, _ := os.Readlink(target); dest == s.d.store.dataDir(id) {
-			if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				return nil, status.Error(codes.Internal, err.Error())
-			}
-		}
-	} else if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, status.Error(codes.Internal, err.Error())
+	unpublish := unpublishSymlink
+	if s.d.cfg.PublishMode == PublishBind {
+		unpublish = unpublishBind
+	}
+	if err := unpublish(s.d.store.dataDir(id), target); err != nil {
+		return nil, err
 	}
 
 	node := s.d.cfg.NodeID
@@ -284,4 +264,154 @@ func (s *nodeServer) NodeUnpublishVolume(_ context.Context, req *csi.NodeUnpubli
 		}
 	}
 	return &csi.NodeUnpublishVolumeResponse{}, nil
+}
+
+// publishSymlink makes target a symlink to the volume's data directory. The
+// symlink cannot be read-only: ro is not enforced.
+func publishSymlink(data, target string, _ bool) error {
+	fi, err := os.Lstat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(filepath.Dir(target), 0o750); err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+	case err != nil:
+		return status.Error(codes.Internal, err.Error())
+	case fi.Mode().Type() == fs.ModeSymlink:
+		if dest, _ := os.Readlink(target); dest != data {
+			return status.Errorf(codes.FailedPrecondition, "target path %s is a symlink to %s", target, dest)
+		}
+		return nil
+	case fi.IsDir():
+		// A CO may pre-create the target directory, as for a mount point.
+		// Only an empty one can be replaced by the symlink.
+		if err := os.Remove(target); err != nil {
+			return status.Errorf(codes.FailedPrecondition, "target path %s is in use: %v", target, err)
+		}
+	default:
+		return status.Errorf(codes.FailedPrecondition, "target path %s exists and is not a directory", target)
+	}
+	if err := os.Symlink(data, target); err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	return nil
+}
+
+// unpublishSymlink removes target if it is a symlink to the volume's data
+// directory. It removes nothing it did not create: anything else is left
+// alone.
+func unpublishSymlink(data, target string) error {
+	fi, err := os.Lstat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+	case err != nil:
+		return status.Error(codes.Internal, err.Error())
+	case fi.Mode().Type() == fs.ModeSymlink:
+		if dest, _ := os.Readlink(target); dest == data {
+			if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return status.Error(codes.Internal, err.Error())
+			}
+		}
+	}
+	return nil
+}
+
+// publishBind creates the target directory and bind-mounts the volume's data
+// directory onto it, read-only if ro. A target that shows the data directory
+// already (a repeated call, or a driver restarted between mount and state
+// update) is only brought to the requested read-only state.
+func publishBind(data, target string, ro bool) error {
+	fi, err := os.Lstat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		if err := os.MkdirAll(target, 0o750); err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+	case err != nil:
+		return status.Error(codes.Internal, err.Error())
+	case !fi.IsDir():
+		// Symlinks too: mount(2) would follow one anywhere.
+		return status.Errorf(codes.FailedPrecondition, "target path %s exists and is not a directory", target)
+	}
+	mounted, err := isMountPoint(target)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	if !mounted {
+		if err := bindMount(data, target, ro); err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+		return nil
+	}
+	if err := checkMountOf(data, target); err != nil {
+		return err
+	}
+	isRO, err := readOnly(target)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	if isRO != ro {
+		if err := remount(target, ro); err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+	}
+	return nil
+}
+
+// unpublishBind unmounts the volume from target and removes the directory.
+// It unmounts only the volume's data directory: a mount of anything else is
+// an error, and is left alone.
+func unpublishBind(data, target string) error {
+	fi, err := os.Lstat(target)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil
+	case err != nil:
+		return status.Error(codes.Internal, err.Error())
+	case fi.Mode().Type() == fs.ModeSymlink:
+		// Published by an instance in symlink mode.
+		return unpublishSymlink(data, target)
+	case !fi.IsDir():
+		return nil
+	}
+	// Loop: a mount stacked on the same target (two racing publishes from
+	// another instance) needs one unmount each.
+	for {
+		mounted, err := isMountPoint(target)
+		if err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+		if !mounted {
+			break
+		}
+		if err := checkMountOf(data, target); err != nil {
+			return err
+		}
+		if err := unmount(target); err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+	}
+	// Only an empty directory goes: files in an unmounted target were written
+	// to the node's disk instead of the volume, and are not ours to delete.
+	if err := os.Remove(target); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return status.Errorf(codes.FailedPrecondition, "target path %s is not a mount point and cannot be removed: %v", target, err)
+	}
+	return nil
+}
+
+// checkMountOf checks that the mount point target shows the directory data:
+// a bind mount's root is the very inode of its source.
+func checkMountOf(data, target string) error {
+	tfi, err := os.Stat(target)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	dfi, err := os.Stat(data)
+	if err != nil {
+		return status.Error(codes.Internal, err.Error())
+	}
+	if !os.SameFile(tfi, dfi) {
+		return status.Errorf(codes.FailedPrecondition, "target path %s is a mount point of something other than %s", target, data)
+	}
+	return nil
 }

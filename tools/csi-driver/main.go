@@ -4,6 +4,13 @@
 //
 //	csi-driver --mode controller --endpoint unix:///run/csi/ctrl.sock --state-dir /var/lib/strandlab-csi
 //	csi-driver --mode node --nodeid node-1 --endpoint unix:///run/csi/node-1.sock --state-dir /var/lib/strandlab-csi
+//
+// As the node plugin of a cluster with real kubelets (kind), it registers
+// itself with the kubelet and bind-mounts volumes (docs/csi-driver.md):
+//
+//	csi-driver --mode node --nodeid "$NODE_NAME" --state-dir /var/lib/strandlab-csi \
+//	  --endpoint unix:///var/lib/kubelet/plugins/hostpath.csi.k8s.io/csi.sock \
+//	  --registration-dir /var/lib/kubelet/plugins_registry --publish-mode bind
 package main
 
 import (
@@ -14,6 +21,8 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"path/filepath"
+	"strings"
 	"syscall"
 
 	"k8s.io/klog/v2"
@@ -47,11 +56,18 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	nodeID := fs.String("nodeid", "", "node ID reported by NodeGetInfo; required in node and both mode")
 	stateDir := fs.String("state-dir", "", "directory holding volume state and data, shared by all instances of one driver (required)")
 	modeFlag := fs.String("mode", string(csidriver.ModeBoth), "services to serve: controller, node or both")
+	publishFlag := fs.String("publish-mode", string(csidriver.PublishSymlink),
+		"how NodePublishVolume exposes a volume: symlink (no root; simulated kubelets) or bind (a bind mount; real kubelets, needs root); node and both mode")
+	regDir := fs.String("registration-dir", "",
+		"kubelet plugin registration directory, e.g. /var/lib/kubelet/plugins_registry: serve <drivername>-reg.sock there so the kubelet registers the driver; empty: no registration; node and both mode")
+	kubeletPath := fs.String("kubelet-registration-path", "",
+		"absolute path of the CSI socket as the kubelet sees it, told to the kubelet at registration (default: the path of --endpoint); needs --registration-dir")
 	klog.InitFlags(fs)
 	// A bad flag gets the error and a one-line synopsis; the full flag list
 	// (mostly klog's) only on -h, where it does not bury the error.
 	synopsis := func() {
-		fmt.Fprintf(fs.Output(), "Usage: csi-driver --state-dir DIR [--mode controller|node|both] [--nodeid ID] [--endpoint unix:///path] [-v N]\nRun 'csi-driver -h' for all flags.\n")
+		fmt.Fprintf(fs.Output(), "Usage: csi-driver --state-dir DIR [--mode controller|node|both] [--nodeid ID] [--endpoint unix:///path]\n"+
+			"                  [--publish-mode symlink|bind] [--registration-dir DIR [--kubelet-registration-path PATH]] [-v N]\nRun 'csi-driver -h' for all flags.\n")
 	}
 	fs.Usage = synopsis
 	if err := fs.Parse(args); err != nil {
@@ -82,8 +98,37 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 	if mode != csidriver.ModeController && *nodeID == "" {
 		return usageErr("--nodeid is required in %s mode", mode)
 	}
+	publishMode, err := csidriver.ParsePublishMode(*publishFlag)
+	if err != nil {
+		return usageErr("--publish-mode: %v", err)
+	}
+	if mode == csidriver.ModeController {
+		// Flags of the node service: set in controller mode they show a
+		// mistaken deployment rather than something to ignore.
+		var nodeOnly []string
+		fs.Visit(func(f *flag.Flag) {
+			switch f.Name {
+			case "publish-mode", "registration-dir", "kubelet-registration-path":
+				nodeOnly = append(nodeOnly, "--"+f.Name)
+			}
+		})
+		if len(nodeOnly) > 0 {
+			return usageErr("%s: only in node or both mode, not in controller mode", strings.Join(nodeOnly, ", "))
+		}
+	}
+	if *kubeletPath != "" {
+		if *regDir == "" {
+			return usageErr("--kubelet-registration-path needs --registration-dir")
+		}
+		if !filepath.IsAbs(*kubeletPath) {
+			return usageErr("--kubelet-registration-path %q: must be an absolute path", *kubeletPath)
+		}
+	}
 
-	d, err := csidriver.NewDriver(csidriver.Config{Name: *name, NodeID: *nodeID, StateDir: *stateDir, Mode: mode})
+	d, err := csidriver.NewDriver(csidriver.Config{
+		Name: *name, NodeID: *nodeID, StateDir: *stateDir, Mode: mode, PublishMode: publishMode,
+		RegistrationDir: *regDir, KubeletRegistrationPath: *kubeletPath,
+	})
 	if err != nil {
 		return err
 	}

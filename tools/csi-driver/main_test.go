@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials/insecure"
+	registerapi "k8s.io/kubelet/pkg/apis/pluginregistration/v1"
 )
 
 // runAsMainEnv makes the test binary act as the command, so the signal
@@ -46,6 +47,13 @@ func TestFlagErrors(t *testing.T) {
 		{"no node ID in both mode", []string{"--state-dir", state}, "--nodeid is required in both mode"},
 		{"positional argument", []string{"--state-dir", state, "--nodeid", "n1", "extra"}, "unexpected arguments"},
 		{"bad verbosity", []string{"-v", "x"}, `invalid value "x" for flag -v`},
+		{"bad publish mode", []string{"--state-dir", state, "--nodeid", "n1", "--publish-mode", "copy"}, `--publish-mode: invalid publish mode "copy"`},
+		{"node flags in controller mode", []string{"--mode", "controller", "--state-dir", state, "--publish-mode", "symlink", "--registration-dir", state},
+			"--publish-mode, --registration-dir: only in node or both mode"},
+		{"kubelet path without registration dir", []string{"--state-dir", state, "--nodeid", "n1", "--kubelet-registration-path", "/x/csi.sock"},
+			"--kubelet-registration-path needs --registration-dir"},
+		{"relative kubelet path", []string{"--state-dir", state, "--nodeid", "n1", "--registration-dir", state, "--kubelet-registration-path", "x/csi.sock"},
+			`--kubelet-registration-path "x/csi.sock": must be an absolute path`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -66,7 +74,7 @@ func TestHelp(t *testing.T) {
 	if err := run(context.Background(), []string{"-h"}, &stderr); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("run(-h) = %v", err)
 	}
-	for _, f := range []string{"-endpoint", "-drivername", "-nodeid", "-state-dir", "-mode", "-v value"} {
+	for _, f := range []string{"-endpoint", "-drivername", "-nodeid", "-state-dir", "-mode", "-publish-mode", "-registration-dir", "-kubelet-registration-path", "-v value"} {
 		if !strings.Contains(stderr.String(), f) {
 			t.Errorf("help does not list %s:\n%s", f, stderr.String())
 		}
@@ -138,5 +146,44 @@ func TestSIGTERM(t *testing.T) {
 	}
 	if _, err := os.Lstat(sock); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("socket not removed: %v", err)
+	}
+}
+
+// TestRegistrationFlags checks that --registration-dir and
+// --kubelet-registration-path reach the registration service, and that the
+// kubelet's refusal ends run with its message.
+func TestRegistrationFlags(t *testing.T) {
+	sock := shortSocket(t)
+	regDir := filepath.Join(filepath.Dir(sock), "registry")
+	const kubeletSock = "/var/lib/kubelet/plugins/strandlab.example.com/csi.sock"
+	done := make(chan error, 1)
+	go func() {
+		done <- run(context.Background(), []string{"--mode", "node", "--nodeid", "n1", "--drivername", "strandlab.example.com",
+			"--endpoint", "unix://" + sock, "--state-dir", t.TempDir(), "--publish-mode", "bind",
+			"--registration-dir", regDir, "--kubelet-registration-path", kubeletSock}, os.Stderr)
+	}()
+	conn, err := grpc.NewClient("unix://"+filepath.Join(regDir, "strandlab.example.com-reg.sock"), grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithConnectParams(grpc.ConnectParams{Backoff: backoff.Config{BaseDelay: 10 * time.Millisecond, Multiplier: 1.6, MaxDelay: 100 * time.Millisecond}}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	reg := registerapi.NewRegistrationClient(conn)
+	info, err := reg.GetInfo(ctx, &registerapi.InfoRequest{}, grpc.WaitForReady(true))
+	if err != nil || info.GetName() != "strandlab.example.com" || info.GetEndpoint() != kubeletSock {
+		t.Fatalf("GetInfo = %v, %v; want name strandlab.example.com, endpoint %s", info, err, kubeletSock)
+	}
+	if _, err := reg.NotifyRegistrationStatus(ctx, &registerapi.RegistrationStatus{Error: "no such node"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "no such node") {
+			t.Errorf("run = %v, want the kubelet's error", err)
+		}
+	case <-ctx.Done():
+		t.Fatal("run did not return after the kubelet's refusal")
 	}
 }
