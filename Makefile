@@ -59,6 +59,14 @@ lint: ## gofmt, go vet, actionlint on the CI workflows, scenario validation
 	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) .github/workflows/*.yml
 	$(GO) run ./tools/strandlab validate scenarios/*.yaml
 
+.PHONY: kind-image
+kind-image: ## build the offline kind node image (no registry; cached by its inputs; prints its tag last)
+	@tools/kind-image/build-node.sh $(OUTPUT)
+
+.PHONY: images
+images: ## build the FROM-scratch images of the programs run inside kind clusters (prints name=tag)
+	@tools/images/build.sh $(OUTPUT)
+
 .PHONY: clean
 clean: ## remove build outputs and reports (keeps the Go caches)
 	rm -rf $(OUTPUT)

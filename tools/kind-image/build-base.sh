@@ -18,13 +18,14 @@ tag=${2:-strandlab-kind-base:dev}
 apt_mirror() {
   { grep -hs '^URIs:' /etc/apt/sources.list.d/*.sources | awk '{print $2}'
     grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list | awk '{print $2}'; } | head -1
+  return 0 # a missing sources file is not an error (pipefail)
 }
 mirror=${MIRROR:-$(apt_mirror)}
 [[ -n $mirror ]] || { echo "build-base.sh: no apt mirror configured; set MIRROR" >&2; exit 1; }
 suite=${SUITE:-bookworm}
 kind_version=${KIND_VERSION:-v0.33.0}
 here=$(cd "$(dirname "$0")" && pwd)
-pkgs=systemd,systemd-sysv,dbus,containerd,runc,iptables,iproute2,kmod,procps,ca-certificates
+pkgs=systemd,systemd-sysv,dbus,containerd,runc,iptables,iproute2,kmod,procps,ca-certificates,containernetworking-plugins,conntrack,socat,ethtool,ebtables,util-linux,mount,jq
 
 mkdir -p "$work"
 root=$work/root

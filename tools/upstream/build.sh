@@ -8,7 +8,11 @@
 # changes. A build is written under a temporary name and renamed, so an
 # interrupted build never leaves a binary that looks complete.
 #
-# Usage: tools/upstream/build.sh OUTDIR
+# and, when named after OUTDIR, the node binaries of the kind node image
+# (kubelet, kubeadm, kubectl from kubernetes/; crictl from cri-tools/;
+# tools/kind-image/build-node.sh asks for them).
+#
+# Usage: tools/upstream/build.sh OUTDIR [kubelet|kubeadm|kubectl|crictl ...]
 # Prints the directory holding the binaries as its last line (stdout);
 # progress goes to stderr.
 set -euo pipefail
@@ -26,6 +30,7 @@ k8s_version=$(version kubernetes k8s.io/kubernetes)
 etcd_version=$(version kubernetes go.etcd.io/etcd/server/v3)
 attacher_version=$(version csi-attacher github.com/kubernetes-csi/external-attacher/v4)
 provisioner_version=$(version csi-provisioner github.com/kubernetes-csi/external-provisioner/v6)
+crictl_version=$(version cri-tools sigs.k8s.io/cri-tools)
 
 key=$(cat "$here"/*/go.mod "$here"/*/go.sum "$0" | sha256sum | cut -c1-16)
 dir="$out/$key"
@@ -53,6 +58,13 @@ build kube-controller-manager kubernetes k8s.io/kubernetes/cmd/kube-controller-m
 build kube-scheduler kubernetes k8s.io/kubernetes/cmd/kube-scheduler "$k8s_ldflags"
 build csi-attacher csi-attacher github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher "-s -w -X main.version=$attacher_version"
 build csi-provisioner csi-provisioner github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner "-s -w -X main.version=$provisioner_version"
+for node_binary in "${@:2}"; do
+  case $node_binary in
+    kubelet|kubeadm|kubectl) build "$node_binary" kubernetes "k8s.io/kubernetes/cmd/$node_binary" "$k8s_ldflags" ;;
+    crictl) build crictl cri-tools sigs.k8s.io/cri-tools/cmd/crictl "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_version" ;;
+    *) echo "build.sh: unknown node binary $node_binary (want kubelet, kubeadm, kubectl or crictl)" >&2; exit 2 ;;
+  esac
+done
 
 cat > "$dir/.versions.tmp" <<VERS
 etcd=$etcd_version
@@ -62,5 +74,9 @@ kube-scheduler=$k8s_version
 csi-attacher=$attacher_version
 csi-provisioner=$provisioner_version
 VERS
+for node_binary in kubelet kubeadm kubectl; do
+  [ -x "$dir/$node_binary" ] && echo "$node_binary=$k8s_version" >>"$dir/.versions.tmp"
+done
+[ -x "$dir/crictl" ] && echo "crictl=$crictl_version" >>"$dir/.versions.tmp"
 mv "$dir/.versions.tmp" "$dir/versions.txt"
 echo "$dir"
