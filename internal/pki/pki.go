@@ -59,6 +59,28 @@ func NewCA(dir, name string) (*CA, error) {
 	return ca, nil
 }
 
+// LoadCA is the CA of a cluster strandlab did not set up (kubeadm's, in a
+// kind node), from its PEM certificate and key; ca.crt is written into dir.
+func LoadCA(dir string, certPEM, keyPEM []byte) (*CA, error) {
+	certs, err := certutil.ParseCertsPEM(certPEM)
+	if err != nil {
+		return nil, fmt.Errorf("CA certificate: %w", err)
+	}
+	key, err := keyutil.ParsePrivateKeyPEM(keyPEM)
+	if err != nil {
+		return nil, fmt.Errorf("CA key: %w", err)
+	}
+	signer, ok := key.(crypto.Signer)
+	if !ok {
+		return nil, fmt.Errorf("CA key: %T cannot sign", key)
+	}
+	ca := &CA{Cert: certs[0], Key: signer, CertFile: filepath.Join(dir, "ca.crt")}
+	if err := certutil.WriteCert(ca.CertFile, certPEM); err != nil {
+		return nil, err
+	}
+	return ca, nil
+}
+
 // ServingCert issues a server certificate for the given names and IPs and
 // returns the paths of the certificate and key written into dir.
 func (ca *CA) ServingCert(dir, name string, dnsNames []string, ips []net.IP) (certFile, keyFile string, err error) {

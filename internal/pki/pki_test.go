@@ -4,6 +4,7 @@ import (
 	"crypto/x509"
 	"net"
 	"os"
+	"strings"
 	"testing"
 
 	"k8s.io/client-go/tools/clientcmd"
@@ -89,5 +90,39 @@ func TestKubeconfigLoadsWithClientGo(t *testing.T) {
 	}
 	if st, err := os.Stat(cfg.KeyFile); err != nil || st.Mode().Perm() != 0o600 {
 		t.Errorf("key file %s: mode %v, err %v; want 0600", cfg.KeyFile, st.Mode().Perm(), err)
+	}
+}
+
+func TestLoadCA(t *testing.T) {
+	orig, err := NewCA(t.TempDir(), "kubernetes")
+	if err != nil {
+		t.Fatal(err)
+	}
+	certPEM, _ := os.ReadFile(orig.CertFile)
+	keyPEM, _ := os.ReadFile(strings.TrimSuffix(orig.CertFile, ".crt") + ".key")
+	dir := t.TempDir()
+	ca, err := LoadCA(dir, certPEM, keyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A certificate the loaded CA issues verifies against the original.
+	certFile, _, err := ca.ServingCert(dir, "apiproxy", nil, []net.IP{net.ParseIP("127.0.0.1")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := os.ReadFile(certFile)
+	certs, err := certutil.ParseCertsPEM(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pool := x509.NewCertPool()
+	pool.AddCert(orig.Cert)
+	if _, err := certs[0].Verify(x509.VerifyOptions{Roots: pool}); err != nil {
+		t.Errorf("issued certificate does not verify against the loaded CA: %v", err)
+	}
+	for _, bad := range []struct{ name, cert, key string }{{"cert", "junk", string(keyPEM)}, {"key", string(certPEM), "junk"}} {
+		if _, err := LoadCA(dir, []byte(bad.cert), []byte(bad.key)); err == nil || !strings.Contains(err.Error(), "CA "+map[string]string{"cert": "certificate", "key": "key"}[bad.name]) {
+			t.Errorf("LoadCA with a bad %s: %v", bad.name, err)
+		}
 	}
 }

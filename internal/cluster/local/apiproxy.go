@@ -3,10 +3,7 @@ package local
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"net/http"
-	"net/url"
 	"os"
 	"path/filepath"
 	"time"
@@ -14,6 +11,7 @@ import (
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/pki"
 	"github.com/strandlab/strandlab/internal/process"
+	"github.com/strandlab/strandlab/internal/proxy"
 )
 
 // startProxy starts the throttling proxy in front of the API server, when
@@ -56,31 +54,10 @@ func (st *starting) startProxy(context.Context) ([]readiness, error) {
 
 // ProxyCounters reads the proxy's counters.
 func (c *Cluster) ProxyCounters(ctx context.Context) (fault.Counters, error) {
-	var out fault.Counters
-	return out, c.proxyGet(ctx, "/strandlab/counters", &out)
+	return proxy.AdminClient{Base: c.proxyAdmin}.Counters(ctx)
 }
 
 // ProxyJournal reads the proxy's journal since t.
 func (c *Cluster) ProxyJournal(ctx context.Context, since time.Time) ([]fault.JournalEntry, error) {
-	var out []fault.JournalEntry
-	return out, c.proxyGet(ctx, "/strandlab/journal?since="+url.QueryEscape(since.Format(time.RFC3339Nano)), &out)
-}
-
-func (c *Cluster) proxyGet(ctx context.Context, path string, into any) error {
-	if c.proxyAdmin == "" {
-		return errors.New("this cluster runs without the proxy")
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, c.proxyAdmin+path, nil)
-	if err != nil {
-		return err
-	}
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("proxy %s: %s", path, resp.Status)
-	}
-	return json.NewDecoder(resp.Body).Decode(into)
+	return proxy.AdminClient{Base: c.proxyAdmin}.Journal(ctx, since)
 }

@@ -1,23 +1,15 @@
 package local
 
 import (
-	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
-	rbacv1 "k8s.io/api/rbac/v1"
-	storagev1 "k8s.io/api/storage/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
 
+	"github.com/strandlab/strandlab/internal/cluster/apply"
 	"github.com/strandlab/strandlab/internal/process"
 	"github.com/strandlab/strandlab/manifests"
 )
@@ -39,59 +31,14 @@ func newCSILayout(clusterDir string) csiLayout {
 func (l csiLayout) nodeSocket(node string) string { return filepath.Join(l.dir, node+".sock") }
 
 // applyObjects creates the RBAC of the CSI sidecars and the pinning
-// extender, the CSIDriver and the StorageClass, with the driver renamed to
-// name.
+// extender, and the CSIDriver and StorageClass under the driver name the
+// scenario chose.
 func applyObjects(ctx context.Context, client kubernetes.Interface, name string) error {
-	objs, err := decodeAll(manifests.CSIRBAC, manifests.CSIDriver, manifests.ExtenderRBAC)
-	if err != nil {
-		return err
-	}
-	for _, o := range objs {
-		var err error
-		switch o := o.(type) {
-		case *rbacv1.ClusterRole:
-			_, err = client.RbacV1().ClusterRoles().Create(ctx, o, metav1.CreateOptions{})
-		case *rbacv1.ClusterRoleBinding:
-			_, err = client.RbacV1().ClusterRoleBindings().Create(ctx, o, metav1.CreateOptions{})
-		case *storagev1.CSIDriver:
-			o.Name = name
-			_, err = client.StorageV1().CSIDrivers().Create(ctx, o, metav1.CreateOptions{})
-		case *storagev1.StorageClass:
-			o.Provisioner = name
-			_, err = client.StorageV1().StorageClasses().Create(ctx, o, metav1.CreateOptions{})
-		default:
-			err = fmt.Errorf("unexpected object %T in the manifests", o)
-		}
-		if err != nil && !apierrors.IsAlreadyExists(err) {
-			return fmt.Errorf("apply manifests: %w", err)
-		}
+	driver := bytes.ReplaceAll(manifests.CSIDriver, []byte(manifests.CSIDriverName), []byte(name))
+	if err := apply.Create(ctx, client, manifests.CSIRBAC, driver, manifests.ExtenderRBAC); err != nil {
+		return fmt.Errorf("apply manifests: %w", err)
 	}
 	return nil
-}
-
-func decodeAll(docs ...[]byte) ([]any, error) {
-	var out []any
-	for _, doc := range docs {
-		r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(doc)))
-		for {
-			raw, err := r.Read()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				return nil, err
-			}
-			if len(bytes.TrimSpace(raw)) == 0 {
-				continue
-			}
-			obj, _, err := scheme.Codecs.UniversalDeserializer().Decode(raw, nil, nil)
-			if err != nil {
-				return nil, fmt.Errorf("decode manifest: %w", err)
-			}
-			out = append(out, obj)
-		}
-	}
-	return out, nil
 }
 
 // socketReady is a readiness check: the driver listens once its socket exists.
