@@ -32,6 +32,12 @@ var (
 	//go:embed extender/rbac.yaml
 	ExtenderRBAC []byte
 
+	// KindCSI is kind/csi.yaml: the CSI driver's controller Deployment and
+	// node DaemonSet in a kind cluster.
+	//
+	//go:embed kind/csi.yaml
+	KindCSI []byte
+
 	// StrandscanRBAC is strandscan/rbac.yaml: strandscan's read-only role,
 	// bound to the ServiceAccount kube-system/strandscan.
 	//

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/e2eprovider"
+	"github.com/strandlab/strandlab/internal/cluster/kind"
 	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/upstream"
 )
@@ -34,6 +35,14 @@ type Suite struct {
 // are copied there first (CI artifacts). It returns the exit code. With
 // -short (make unit) it runs nothing and returns 0: the suite needs a cluster.
 func Run(m *testing.M, name string, spec cluster.Spec, s *Suite) int {
+	return RunOn(m, "local", name, spec, s)
+}
+
+// RunOn is Run on the named provider: "local", or "kind" (real kubelets in
+// Docker). A kind suite on a machine where Docker does not answer is
+// skipped with one line saying so; a local provider that is not available
+// is an error.
+func RunOn(m *testing.M, providerName, name string, spec cluster.Spec, s *Suite) int {
 	wd, _ := os.Getwd()
 	// testing.Short reads the -short flag, which m.Run would parse only later.
 	flag.Parse()
@@ -46,8 +55,24 @@ func Run(m *testing.M, name string, spec cluster.Spec, s *Suite) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	provider := &local.Provider{RepoRoot: root, Progress: os.Stderr}
+	var provider interface {
+		cluster.Provider
+		cluster.Preparer
+	}
+	switch providerName {
+	case "local":
+		provider = &local.Provider{RepoRoot: root, Progress: os.Stderr}
+	case "kind":
+		provider = &kind.Provider{RepoRoot: root, Progress: os.Stderr, NodeImage: os.Getenv(kind.NodeImageEnv)}
+	default:
+		fmt.Fprintf(os.Stderr, "suite: unknown provider %q\n", providerName)
+		return 1
+	}
 	if err := provider.Available(context.Background()); err != nil {
+		if providerName == "kind" {
+			fmt.Printf("e2e/%s: skipped: the kind provider is not available here: %v\n", filepath.Base(wd), err)
+			return 0
+		}
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}

@@ -20,6 +20,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/cluster/kind"
 	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/runner"
@@ -231,7 +232,10 @@ func expectationsUnmet(reportJSON string) ([]string, error) {
 
 // providers are the cluster providers strandlab can run on.
 func providers(repoRoot string, progress io.Writer) *cluster.Registry {
-	return cluster.NewRegistry(&local.Provider{RepoRoot: repoRoot, Progress: progress})
+	return cluster.NewRegistry(
+		&local.Provider{RepoRoot: repoRoot, Progress: progress},
+		&kind.Provider{RepoRoot: repoRoot, Progress: progress, NodeImage: os.Getenv(kind.NodeImageEnv)},
+	)
 }
 
 func downCommand() *cobra.Command {
@@ -240,6 +244,9 @@ func downCommand() *cobra.Command {
 		Short: "Stop a cluster left running with --keep (DIR is printed by run)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if kind.IsStateDir(args[0]) {
+				return kind.Down(cmd.Context(), args[0])
+			}
 			return local.Down(cmd.Context(), args[0])
 		},
 	}

@@ -1,0 +1,137 @@
+package kind
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/vladimirvivien/gexe"
+	appsv1 "k8s.io/api/apps/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
+
+	"github.com/strandlab/strandlab/internal/cluster/apply"
+	"github.com/strandlab/strandlab/manifests"
+)
+
+// buildImages builds (or finds) the FROM-scratch images of the programs that
+// run in the cluster (tools/images/build.sh) and returns name -> tag.
+func (p *Provider) buildImages(ctx context.Context, progress io.Writer) (map[string]string, error) {
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(p.RepoRoot, "tools", "images", "build.sh"), filepath.Join(p.RepoRoot, "_output"))
+	cmd.Dir = p.RepoRoot
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = io.MultiWriter(progress, &stderr)
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("build the in-cluster images (tools/images/build.sh): %w: %s", err, lastLines(stderr.String(), 5))
+	}
+	images := map[string]string{}
+	for _, line := range strings.Fields(stdout.String()) {
+		if name, tag, ok := strings.Cut(line, "="); ok {
+			images[name] = tag
+		}
+	}
+	for _, name := range []string{"csi-driver", "csi-attacher", "csi-provisioner"} {
+		if images[name] == "" {
+			return nil, fmt.Errorf("tools/images/build.sh built no %s image", name)
+		}
+	}
+	return images, nil
+}
+
+// loadImages saves the images once and imports them into every node's
+// containerd (what `kind load docker-image` does, through kind's library).
+func (c *Cluster) loadImages(ctx context.Context, images map[string]string) error {
+	archive := filepath.Join(c.dir, "images.tar")
+	defer os.Remove(archive)
+	tags := make([]string, 0, len(images))
+	for _, tag := range images {
+		tags = append(tags, tag)
+	}
+	sort.Strings(tags)
+	if proc := gexe.RunProcWithContext(ctx, "docker save -o "+archive+" "+strings.Join(tags, " ")); !proc.IsSuccess() {
+		return fmt.Errorf("docker save %s: %s", strings.Join(tags, " "), firstLine(proc.Result()))
+	}
+	nodes, err := c.kind.ListInternalNodes(c.name)
+	if err != nil {
+		return err
+	}
+	for _, n := range nodes {
+		f, err := os.Open(archive)
+		if err != nil {
+			return err
+		}
+		err = nodeutils.LoadImageArchive(n, f)
+		f.Close()
+		if err != nil {
+			return fmt.Errorf("load images into node %s: %w", n.String(), err)
+		}
+	}
+	return nil
+}
+
+// csiManifest is manifests/kind/csi.yaml with the built image tags and the
+// scenario's driver name.
+func csiManifest(images map[string]string, driver string) []byte {
+	doc := string(manifests.KindCSI)
+	for name, tag := range images {
+		doc = strings.ReplaceAll(doc, "image: strandlab/"+name+":dev", "image: "+tag)
+	}
+	return []byte(strings.ReplaceAll(doc, manifests.CSIDriverName, driver))
+}
+
+// startCSI creates the CSI driver's objects and waits until the controller
+// is available and every worker's kubelet has registered the driver
+// (CSINode lists it): only then can a volume be attached and mounted.
+func (c *Cluster) startCSI(ctx context.Context, admin kubernetes.Interface, images map[string]string, driver string) error {
+	driverObjects := bytes.ReplaceAll(manifests.CSIDriver, []byte(manifests.CSIDriverName), []byte(driver))
+	if err := apply.Create(ctx, admin, manifests.CSIRBAC, driverObjects, csiManifest(images, driver)); err != nil {
+		return err
+	}
+	var last string
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		d, err := admin.AppsV1().Deployments("kube-system").Get(ctx, "strandlab-csi-controller", metav1.GetOptions{})
+		if err != nil || !deploymentAvailable(d) {
+			last = "the controller (csi-driver, csi-attacher, csi-provisioner) is not available"
+			return false, nil
+		}
+		for _, node := range c.nodes {
+			csiNode, err := admin.StorageV1().CSINodes().Get(ctx, node, metav1.GetOptions{})
+			if err != nil {
+				last = fmt.Sprintf("no CSINode %s yet", node)
+				return false, nil
+			}
+			registered := false
+			for _, d := range csiNode.Spec.Drivers {
+				registered = registered || d.Name == driver
+			}
+			if !registered {
+				last = fmt.Sprintf("the kubelet of %s has not registered %s", node, driver)
+				return false, nil
+			}
+		}
+		return true, nil
+	})
+	if err != nil {
+		return fmt.Errorf("CSI driver not ready: %w (%s)", err, last)
+	}
+	return nil
+}
+
+func deploymentAvailable(d *appsv1.Deployment) bool {
+	for _, c := range d.Status.Conditions {
+		if c.Type == appsv1.DeploymentAvailable && c.Status == "True" {
+			return d.Status.AvailableReplicas >= 1
+		}
+	}
+	return false
+}

@@ -1,0 +1,61 @@
+package kind
+
+import (
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+
+	"github.com/strandlab/strandlab/internal/cluster/apply"
+)
+
+// TestCSIManifest: the in-cluster CSI objects decode, run the built images
+// and serve the scenario's driver name; the node plugin registers with the
+// kubelet and bind-mounts, which is what makes it work with real kubelets.
+func TestCSIManifest(t *testing.T) {
+	images := map[string]string{"csi-driver": "strandlab/csi-driver:aaa", "csi-attacher": "strandlab/csi-attacher:bbb", "csi-provisioner": "strandlab/csi-provisioner:ccc"}
+	objs, err := apply.Decode(csiManifest(images, "strandlab.example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deployment *appsv1.Deployment
+	var daemonSet *appsv1.DaemonSet
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			deployment = o
+		case *appsv1.DaemonSet:
+			daemonSet = o
+		}
+	}
+	if deployment == nil || daemonSet == nil {
+		t.Fatalf("want a controller Deployment and a node DaemonSet, got %d objects", len(objs))
+	}
+	got := map[string]string{}
+	for _, c := range deployment.Spec.Template.Spec.Containers {
+		got[c.Name] = c.Image
+	}
+	for _, c := range daemonSet.Spec.Template.Spec.Containers {
+		got["node/"+c.Name] = c.Image
+		args := strings.Join(c.Args, " ")
+		for _, want := range []string{"--drivername=strandlab.example.com", "--registration-dir=/var/lib/kubelet/plugins_registry", "--publish-mode=bind",
+			"--endpoint=unix:///var/lib/kubelet/plugins/strandlab.example.com/csi.sock"} {
+			if !strings.Contains(args, want) {
+				t.Errorf("node plugin args %q lack %s", args, want)
+			}
+		}
+		if c.SecurityContext == nil || c.SecurityContext.Privileged == nil || !*c.SecurityContext.Privileged {
+			t.Errorf("node plugin is not privileged: it cannot bind-mount into the kubelet's pod directories")
+		}
+	}
+	want := map[string]string{"csi-driver": "strandlab/csi-driver:aaa", "csi-attacher": "strandlab/csi-attacher:bbb",
+		"csi-provisioner": "strandlab/csi-provisioner:ccc", "node/csi-driver": "strandlab/csi-driver:aaa"}
+	for name, image := range want {
+		if got[name] != image {
+			t.Errorf("container %s runs %q, want %q", name, got[name], image)
+		}
+	}
+	if !deployment.Spec.Template.Spec.HostNetwork || !daemonSet.Spec.Template.Spec.HostNetwork {
+		t.Errorf("the CSI pods must use the host network (no kube-proxy in the cluster)")
+	}
+}

@@ -1,0 +1,586 @@
+// Package kind is the cluster provider with real kubelets: a kind cluster
+// (sigs.k8s.io/kind's Go library, docker nodes) of one control-plane node and
+// one worker per scenario node, from a node image strandlab builds without
+// any registry (tools/kind-image, docs/kind.md), running the controller
+// build under test as the cluster's kube-controller-manager.
+package kind
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/vladimirvivien/gexe"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/klog/v2"
+	kindcluster "sigs.k8s.io/kind/pkg/cluster"
+	kindexec "sigs.k8s.io/kind/pkg/exec"
+
+	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/cluster/apply"
+	"github.com/strandlab/strandlab/internal/fault"
+	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/proxy"
+	"github.com/strandlab/strandlab/manifests"
+)
+
+// NodeImageEnv names a node image to use instead of building one (a user
+// who can pull sets it to an upstream kindest/node image).
+const NodeImageEnv = "KIND_NODE_IMAGE"
+
+// Provider starts kind clusters.
+type Provider struct {
+	// RepoRoot is the strandlab checkout whose tools/kind-image builds the
+	// node image and tools/kind-docker the docker front (Prepare).
+	RepoRoot string
+	// Progress receives build and start progress lines (may be nil).
+	Progress io.Writer
+	// NodeImage is the node image; empty: Prepare builds strandlab's
+	// offline image (or finds it cached).
+	NodeImage string
+	// StartTimeout bounds the wait for Ready nodes after kind's create.
+	StartTimeout time.Duration
+
+	// unprivileged is the directory of the docker front kind must find
+	// first in PATH when --privileged cannot work on this host (Prepare).
+	unprivileged string
+	realDocker   string
+	// images are the in-cluster programs' images, name -> tag (Prepare).
+	images map[string]string
+}
+
+var (
+	_ cluster.Provider              = (*Provider)(nil)
+	_ cluster.Preparer              = (*Provider)(nil)
+	_ cluster.ControllerBuildRunner = (*Provider)(nil)
+	_ cluster.StateDirCluster       = (*Cluster)(nil)
+	_ cluster.ProxiedCluster        = (*Cluster)(nil)
+)
+
+func (p *Provider) Name() string { return "kind" }
+
+// NodeImageTag is the node image clusters start from (after Prepare).
+func (p *Provider) NodeImageTag() string { return p.NodeImage }
+
+// RunsControllerBuilds: Spec.ControllerManager is mounted over the
+// kube-controller-manager static pod's binary (RenderConfig).
+func (p *Provider) RunsControllerBuilds() {}
+
+// Available checks that a Docker daemon answers; everything else is built
+// by Prepare.
+func (p *Provider) Available(ctx context.Context) error {
+	docker, err := exec.LookPath("docker")
+	if err != nil {
+		return fmt.Errorf("the docker client is needed to run kind nodes: %w", err)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+	defer cancel()
+	proc := gexe.RunProcWithContext(ctx, docker+" version --format {{.Server.Version}}")
+	if proc.Err() != nil || !proc.IsSuccess() {
+		return fmt.Errorf("no Docker daemon answers (docker version: %s)", firstLine(proc.Result()))
+	}
+	if p.NodeImage == "" {
+		if _, err := os.Stat(filepath.Join(p.RepoRoot, "tools", "kind-image", "build-node.sh")); err != nil {
+			return fmt.Errorf("no tools/kind-image/build-node.sh under %q to build the node image with (or set %s): %w", p.RepoRoot, NodeImageEnv, err)
+		}
+	}
+	return nil
+}
+
+// Prepare builds the node image (cached by a hash of its inputs) and, when
+// this host's Docker cannot run --privileged containers, the docker front
+// kind is made to use instead.
+func (p *Provider) Prepare(ctx context.Context) error {
+	progress := p.Progress
+	if progress == nil {
+		progress = io.Discard
+	}
+	if p.NodeImage == "" {
+		image, err := p.buildNodeImage(ctx, progress)
+		if err != nil {
+			return err
+		}
+		p.NodeImage = image
+	}
+	images, err := p.buildImages(ctx, progress)
+	if err != nil {
+		return err
+	}
+	p.images = images
+	docker, err := exec.LookPath("docker")
+	if err != nil {
+		return err
+	}
+	p.realDocker = docker
+	// The smallest test of kind's --privileged: a container of the node
+	// image that runs nothing.
+	probe := gexe.RunProcWithContext(ctx, docker+" run --rm --privileged --network=none --entrypoint=/bin/true "+p.NodeImage)
+	if probe.IsSuccess() {
+		return nil
+	}
+	if !strings.Contains(probe.Result(), "apply caps") {
+		return fmt.Errorf("kind provider: a --privileged container of %s does not start: %s", p.NodeImage, firstLine(probe.Result()))
+	}
+	klog.V(1).InfoS("This Docker cannot run --privileged containers; kind runs through the unprivileged docker front", "reason", firstLine(probe.Result()))
+	dir := filepath.Join(p.RepoRoot, "_output", "bin", "kind-docker")
+	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "docker"), "./tools/kind-docker")
+	build.Dir = p.RepoRoot
+	if out, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("build tools/kind-docker: %v: %s", err, out)
+	}
+	p.unprivileged = dir
+	return nil
+}
+
+func (p *Provider) buildNodeImage(ctx context.Context, progress io.Writer) (string, error) {
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(p.RepoRoot, "tools", "kind-image", "build-node.sh"), filepath.Join(p.RepoRoot, "_output"))
+	cmd.Dir = p.RepoRoot
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = io.MultiWriter(progress, &stderr)
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("build the kind node image (tools/kind-image/build-node.sh): %w: %s", err, lastLines(stderr.String(), 5))
+	}
+	lines := strings.Fields(stdout.String())
+	if len(lines) == 0 {
+		return "", errors.New("tools/kind-image/build-node.sh printed no image tag")
+	}
+	return lines[len(lines)-1], nil
+}
+
+// networkName is the Docker network of strandlab's kind nodes: its own, not
+// kind's shared "kind" network, so that the last cluster's teardown can
+// remove it without touching a user's other kind clusters.
+const networkName = "strandlab-kind"
+
+// kindEnvironment configures kind's library, which reads its settings from
+// the process environment only (its exec package runs `docker` from PATH
+// and has no other seam): the network, and on hosts that cannot run
+// --privileged containers the unprivileged docker front first in PATH. The
+// values are the same for every cluster, so it is done once.
+var kindEnvironment sync.Once
+
+func (p *Provider) configureKind() {
+	kindEnvironment.Do(func() {
+		os.Setenv("KIND_EXPERIMENTAL_DOCKER_NETWORK", networkName)
+		// kind's node entrypoint picks the fuse-overlayfs snapshotter when
+		// the node's root is a FUSE mount (Docker's fuse-overlayfs storage
+		// driver) and stops for want of it; overlayfs works everywhere kind
+		// runs, since the node's /var (containerd's store) is a volume.
+		// kind passes this variable on to its nodes.
+		os.Setenv("KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER", "overlayfs")
+		if p.unprivileged != "" {
+			os.Setenv("STRANDLAB_REAL_DOCKER", p.realDocker)
+			os.Setenv("PATH", p.unprivileged+string(os.PathListSeparator)+os.Getenv("PATH"))
+		}
+	})
+}
+
+// removeNetwork removes strandlab's kind network when no container is
+// attached to it any more (another cluster may still use it).
+func removeNetwork(ctx context.Context) error {
+	// os/exec, not gexe: the template has a space, and gexe splits on it.
+	out, err := exec.CommandContext(ctx, "docker", "network", "inspect", "--format", "{{len .Containers}}", networkName).Output()
+	if err != nil || strings.TrimSpace(string(out)) != "0" {
+		return nil // gone already, or in use
+	}
+	if rm := gexe.RunProcWithContext(ctx, "docker network rm "+networkName); !rm.IsSuccess() && !strings.Contains(rm.Result(), "active endpoints") {
+		return fmt.Errorf("docker network rm %s: %s", networkName, firstLine(rm.Result()))
+	}
+	return nil
+}
+
+// Cluster is a running kind cluster.
+type Cluster struct {
+	name       string // kind's cluster name (container name prefix)
+	dir        string // state: kubeconfig, files mounted into the nodes
+	kubeconfig string
+	restConfig *rest.Config
+	nodes      []string
+	components []provenance.Component
+	version    string
+	started    time.Duration
+	keep       bool
+	kind       *kindcluster.Provider
+	proxyAdmin string // http://127.0.0.1:port of the proxy's admin server, if any
+	outputDir  string // the run's output: the nodes' logs are saved there at Stop
+	logsSaved  bool
+
+	stopOnce sync.Once
+	stopErr  error
+}
+
+// Files in a cluster's state directory.
+const (
+	dirPrefix = "strandlab-kind-"
+	nameFile  = "kind-cluster" // kind's cluster name, for strandlab down
+)
+
+// Start creates the kind cluster and waits until every node is Ready.
+func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Cluster, err error) {
+	if err := spec.Validate(); err != nil {
+		return nil, err
+	}
+	if p.NodeImage == "" || p.images == nil {
+		return nil, errors.New("kind provider: no node image (call Prepare first)")
+	}
+	if spec.ControllerManager != "" {
+		if st, err := os.Stat(spec.ControllerManager); err != nil || !st.Mode().IsRegular() {
+			return nil, fmt.Errorf("kind provider: controller manager %q: not a file (%v)", spec.ControllerManager, err)
+		}
+	}
+	p.configureKind()
+	dir, err := os.MkdirTemp("", dirPrefix)
+	if err != nil {
+		return nil, err
+	}
+	// The nodes mount the directory; docker's daemon reads it as root.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return nil, err
+	}
+	name := kindName(spec.Name, filepath.Base(dir))
+	c := &Cluster{name: name, dir: dir, keep: spec.Keep, kubeconfig: filepath.Join(dir, "kubeconfig"), outputDir: spec.OutputDir,
+		kind: kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(newKindLogger(p.Progress)))}
+	defer func() {
+		if err != nil {
+			c.keep = false
+			if stopErr := c.Stop(context.Background()); stopErr != nil {
+				err = errors.Join(err, stopErr)
+			}
+		}
+	}()
+	if err := os.WriteFile(filepath.Join(dir, nameFile), []byte(name), 0o644); err != nil {
+		return nil, err
+	}
+	csiState := filepath.Join(dir, "csi")
+	if err := os.MkdirAll(csiState, 0o755); err != nil {
+		return nil, err
+	}
+	layout := Layout{StateDir: dir, CSIStateDir: csiState}
+	if spec.Proxy != nil {
+		if layout.ProxyAdminPort, err = freePort(); err != nil {
+			return nil, err
+		}
+		c.proxyAdmin = fmt.Sprintf("http://127.0.0.1:%d", layout.ProxyAdminPort)
+	}
+	cfg, err := RenderConfig(spec, layout)
+	if err != nil {
+		return nil, err
+	}
+	cfg.Name = name
+	begin := time.Now()
+	// kind's create takes no context; it bounds its own steps.
+	if err := c.kind.Create(name,
+		kindcluster.CreateWithV1Alpha4Config(cfg),
+		kindcluster.CreateWithNodeImage(p.NodeImage),
+		kindcluster.CreateWithKubeconfigPath(c.kubeconfig),
+		kindcluster.CreateWithWaitForReady(0),
+		kindcluster.CreateWithDisplayUsage(false),
+		kindcluster.CreateWithDisplaySalutation(false),
+		// Kept on failure so that the nodes' logs can be saved first;
+		// Stop (deferred above) deletes them.
+		kindcluster.CreateWithRetain(true),
+	); err != nil {
+		c.collectLogs(spec.OutputDir)
+		if run := kindexec.RunErrorForError(err); run != nil {
+			return nil, fmt.Errorf("kind create cluster %s: %w; the failing command said:\n%s", name, err, failureLines(string(run.Output), 12))
+		}
+		return nil, fmt.Errorf("kind create cluster %s: %w", name, err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if c.restConfig, err = clientcmd.BuildConfigFromFlags("", c.kubeconfig); err != nil {
+		return nil, err
+	}
+	admin, err := kubernetes.NewForConfig(c.restConfig)
+	if err != nil {
+		return nil, err
+	}
+	timeout := p.StartTimeout
+	if timeout == 0 {
+		timeout = defaultStartTimeout
+	}
+	if c.nodes, err = waitForNodes(ctx, admin, spec.Nodes, timeout); err != nil {
+		c.collectLogs(spec.OutputDir)
+		return nil, fmt.Errorf("kind cluster %s: %w", name, err)
+	}
+	driver := spec.CSIDriverName
+	if driver == "" {
+		driver = manifests.CSIDriverName
+	}
+	if err := c.loadImages(ctx, p.images); err != nil {
+		return nil, err
+	}
+	if err := c.startCSI(ctx, admin, p.images, driver); err != nil {
+		c.collectLogs(spec.OutputDir)
+		return nil, fmt.Errorf("kind cluster %s: %w", name, err)
+	}
+	if spec.Pinning != nil || spec.Proxy != nil {
+		cp, err := c.controlPlane(p.images)
+		if err != nil {
+			return nil, err
+		}
+		if spec.Pinning != nil {
+			if err := apply.Create(ctx, admin, manifests.ExtenderRBAC); err != nil {
+				return nil, err
+			}
+			if err := cp.startExtender(ctx, admin, spec.Pinning); err != nil {
+				c.collectLogs(spec.OutputDir)
+				return nil, fmt.Errorf("kind cluster %s: pinning extender: %w", name, err)
+			}
+		}
+		if spec.Proxy != nil {
+			if err := cp.startProxy(ctx, spec.Proxy, proxy.AdminClient{Base: c.proxyAdmin}); err != nil {
+				c.collectLogs(spec.OutputDir)
+				return nil, fmt.Errorf("kind cluster %s: throttling proxy: %w", name, err)
+			}
+		}
+	}
+	c.started = time.Since(begin)
+	if v, err := admin.Discovery().ServerVersion(); err == nil {
+		c.version = v.GitVersion
+	}
+	c.components = p.components(ctx, admin, spec)
+	klog.V(1).InfoS("kind cluster ready", "name", name, "nodes", len(c.nodes), "startSeconds", c.started.Seconds(), "dir", dir)
+	return c, nil
+}
+
+// waitForNodes polls until want worker nodes (nodes without the
+// control-plane role) are Ready and returns their names, sorted.
+func waitForNodes(ctx context.Context, admin kubernetes.Interface, want int, timeout time.Duration) ([]string, error) {
+	var workers []string
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, time.Second, timeout, true, func(ctx context.Context) (bool, error) {
+		list, err := admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			last = err
+			return false, nil
+		}
+		workers = workers[:0]
+		notReady := []string{}
+		for _, n := range list.Items {
+			if _, cp := n.Labels["node-role.kubernetes.io/control-plane"]; cp {
+				continue
+			}
+			if !nodeReady(&n) {
+				notReady = append(notReady, n.Name)
+				continue
+			}
+			workers = append(workers, n.Name)
+		}
+		if len(workers) == want {
+			return true, nil
+		}
+		last = fmt.Errorf("%d of %d worker nodes Ready (not Ready: %s)", len(workers), want, strings.Join(notReady, ", "))
+		return false, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("waiting for Ready nodes: %w (last: %v)", err, last)
+	}
+	return workers, nil
+}
+
+func nodeReady(n *corev1.Node) bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// components: what runs in the cluster, as the nodes report it.
+func (p *Provider) components(ctx context.Context, admin kubernetes.Interface, spec cluster.Spec) []provenance.Component {
+	kubelet := "unknown"
+	if list, err := admin.CoreV1().Nodes().List(ctx, metav1.ListOptions{}); err == nil && len(list.Items) > 0 {
+		kubelet = list.Items[0].Status.NodeInfo.KubeletVersion
+	}
+	kcm := provenance.Component{Name: "kube-controller-manager", Version: kubelet, Provenance: "node image " + p.NodeImage}
+	if spec.ControllerManager != "" {
+		kcm.Provenance = "controller build " + spec.ControllerManager + ", mounted into the static pod"
+	}
+	out := []provenance.Component{
+		{Name: "kind-node-image", Version: p.NodeImage, Provenance: nodeImageProvenance(p.NodeImage)},
+		{Name: "kubelet", Version: kubelet + " (real)", Provenance: "node image " + p.NodeImage},
+		{Name: "kube-apiserver", Version: kubelet, Provenance: "node image " + p.NodeImage},
+		kcm,
+		{Name: "kube-scheduler", Version: kubelet, Provenance: "node image " + p.NodeImage},
+	}
+	for _, name := range []string{"csi-driver", "csi-attacher", "csi-provisioner", "apiproxy", "pin-extender"} {
+		if name == "apiproxy" && spec.Proxy == nil || name == "pin-extender" && spec.Pinning == nil {
+			continue // not run
+		}
+		out = append(out, provenance.Component{Name: name, Version: p.images[name], Provenance: "image built FROM scratch by tools/images/build.sh"})
+	}
+	return out
+}
+
+func nodeImageProvenance(image string) string {
+	if strings.HasPrefix(image, "strandlab/kind-node:") {
+		return "built offline by tools/kind-image/build-node.sh (debootstrap + pinned Go modules)"
+	}
+	return "set by " + NodeImageEnv
+}
+
+func (c *Cluster) Kubeconfig() string                 { return c.kubeconfig }
+func (c *Cluster) RESTConfig() *rest.Config           { return rest.CopyConfig(c.restConfig) }
+func (c *Cluster) Nodes() []string                    { return append([]string(nil), c.nodes...) }
+func (c *Cluster) Components() []provenance.Component { return c.components }
+func (c *Cluster) KubernetesVersion() string          { return c.version }
+func (c *Cluster) StartDuration() time.Duration       { return c.started }
+func (c *Cluster) StateDir() string                   { return c.dir }
+
+// ProxyCounters reads the proxy's counters (through the host port mapped
+// to its admin server).
+func (c *Cluster) ProxyCounters(ctx context.Context) (fault.Counters, error) {
+	return proxy.AdminClient{Base: c.proxyAdmin}.Counters(ctx)
+}
+
+// ProxyJournal reads the proxy's journal since t.
+func (c *Cluster) ProxyJournal(ctx context.Context, since time.Time) ([]fault.JournalEntry, error) {
+	return proxy.AdminClient{Base: c.proxyAdmin}.Journal(ctx, since)
+}
+
+// freePort is a free TCP port on 127.0.0.1 (released at once; docker binds
+// it when the node starts).
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("reserve a port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// Stop saves the nodes' logs (kubelet and containerd journals, every
+// container's log, kind's export) under the run's logs/kind, then deletes
+// the kind cluster (its containers, their volumes and, when no other
+// cluster uses it, strandlab's kind network) and the state directory,
+// unless the cluster is kept.
+func (c *Cluster) Stop(context.Context) error {
+	c.stopOnce.Do(func() {
+		if c.keep {
+			return
+		}
+		if c.outputDir != "" && c.restConfig != nil {
+			c.collectLogs(c.outputDir)
+		}
+		c.stopErr = errors.Join(c.kind.Delete(c.name, c.kubeconfig), removeNetwork(context.Background()), os.RemoveAll(c.dir))
+	})
+	return c.stopErr
+}
+
+// collectLogs saves the nodes' logs (kind's export: journals, containers,
+// kubelet) under outputDir/logs/kind, once: when a start fails or at Stop.
+func (c *Cluster) collectLogs(outputDir string) {
+	if c.logsSaved {
+		return
+	}
+	c.logsSaved = true
+	dir := filepath.Join(outputDir, "logs", "kind")
+	if err := c.kind.CollectLogs(c.name, dir); err != nil {
+		klog.InfoS("Could not collect the kind nodes' logs", "err", err)
+		return
+	}
+	klog.V(1).InfoS("Saved the kind nodes' logs", "dir", dir)
+}
+
+// kindName is the kind cluster name for a scenario's cluster: unique per
+// start (the state directory's random suffix), and short, since node
+// container names and hostnames derive from it.
+func kindName(scenario, stateDir string) string {
+	suffix := stateDir[strings.LastIndex(stateDir, "-")+1:]
+	base := sanitize(scenario)
+	if len(base) > 20 {
+		base = strings.TrimRight(base[:20], "-")
+	}
+	return strings.ToLower("sl-" + base + "-" + suffix)
+}
+
+func sanitize(name string) string {
+	return strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' {
+			return r
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r + ('a' - 'A')
+		}
+		return '-'
+	}, name)
+}
+
+func firstLine(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// failureLines picks from a command's output the last n lines that say
+// what failed (kubeadm ends with a Go stack trace, which says nothing).
+func failureLines(s string, n int) string {
+	var picked []string
+	for _, line := range strings.Split(s, "\n") {
+		l := strings.ToLower(line)
+		if strings.HasPrefix(line, "\t") || !(strings.Contains(l, "error") || strings.Contains(l, "fail") || strings.Contains(l, "timed out")) {
+			continue
+		}
+		picked = append(picked, line)
+	}
+	if len(picked) > n {
+		picked = picked[len(picked)-n:]
+	}
+	if len(picked) == 0 {
+		return lastLines(s, n)
+	}
+	return strings.Join(picked, "\n")
+}
+
+func lastLines(s string, n int) string {
+	var lines []string
+	sc := bufio.NewScanner(strings.NewReader(s))
+	for sc.Scan() {
+		lines = append(lines, sc.Text())
+	}
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, "\n")
+}
+
+// IsStateDir reports whether dir is the state directory of a kind cluster
+// (strandlab down tells the providers' clusters apart by it).
+func IsStateDir(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, nameFile))
+	return err == nil
+}
+
+// Down deletes a kept kind cluster from its state directory.
+func Down(ctx context.Context, dir string) error {
+	name, err := os.ReadFile(filepath.Join(dir, nameFile))
+	if err != nil {
+		return fmt.Errorf("%s is not a strandlab kind cluster directory: %w", dir, err)
+	}
+	provider := kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(newKindLogger(nil)))
+	if err := provider.Delete(strings.TrimSpace(string(name)), filepath.Join(dir, "kubeconfig")); err != nil {
+		return fmt.Errorf("delete kind cluster %s: %w", name, err)
+	}
+	return errors.Join(removeNetwork(ctx), os.RemoveAll(dir))
+}
