@@ -360,5 +360,10 @@ func saveProxyJournal(proxied cluster.ProxiedCluster, path string) error {
 	if err != nil {
 		return err
 	}
+	// A provider whose components log elsewhere (kind) has made no logs
+	// directory yet.
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
 	return os.WriteFile(path, data, 0o644)
 }

@@ -27,6 +27,11 @@ kind_version=${KIND_VERSION:-v0.33.0}
 here=$(cd "$(dirname "$0")" && pwd)
 pkgs=systemd,systemd-sysv,dbus,containerd,runc,iptables,iproute2,kmod,procps,ca-certificates,containernetworking-plugins,conntrack,socat,ethtool,ebtables,util-linux,mount,jq
 
+# debootstrap is a Debian package; a fresh machine may not have it yet.
+if ! command -v debootstrap >/dev/null; then
+  echo "build-base.sh: installing debootstrap (apt)" >&2
+  apt-get update -qq >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq debootstrap >&2
+fi
 mkdir -p "$work"
 root=$work/root
 if [[ ! -x $root/sbin/init ]]; then

@@ -413,7 +413,7 @@ func (p *Provider) components(ctx context.Context, admin kubernetes.Interface, s
 	}
 	kcm := provenance.Component{Name: "kube-controller-manager", Version: kubelet, Provenance: "node image " + p.NodeImage}
 	if spec.ControllerManager != "" {
-		kcm.Provenance = "controller build " + spec.ControllerManager + ", mounted into the static pod"
+		kcm.Provenance = "the controller build under test (the build's provenance in the report), mounted into kubeadm's static pod"
 	}
 	out := []provenance.Component{
 		{Name: "kind-node-image", Version: p.NodeImage, Provenance: nodeImageProvenance(p.NodeImage)},

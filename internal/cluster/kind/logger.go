@@ -21,7 +21,9 @@ func newKindLogger(progress io.Writer) kindlog.Logger {
 	return kindLogger{progress}
 }
 
-func (l kindLogger) Warn(message string) { klog.InfoS("kind: "+message, "level", "warning") }
+// Warn: kind's warnings here are about choices strandlab made on purpose
+// (its own network, cgroup v1 hosts, no storage manifest): -v 1 shows them.
+func (l kindLogger) Warn(message string) { klog.V(1).InfoS("kind: "+message, "level", "warning") }
 func (l kindLogger) Warnf(format string, args ...any) {
 	l.Warn(fmt.Sprintf(format, args...))
 }
