@@ -55,3 +55,24 @@ func TestManifestsDecode(t *testing.T) {
 		})
 	}
 }
+
+// The upstream hostpath variant (for users with a registry) must keep the
+// path under test: the driver attaches (--enable-attach), under the name
+// csi/driver.yaml's CSIDriver and StorageClass use, with upstream's images.
+func TestUpstreamHostpathVariant(t *testing.T) {
+	data, err := os.ReadFile("kind/csi-hostpath-upstream.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(data)
+	for _, want := range []string{"--enable-attach", "--drivername=" + CSIDriverName,
+		"image: registry.k8s.io/sig-storage/hostpathplugin:", "image: registry.k8s.io/sig-storage/csi-node-driver-registrar:",
+		"image: registry.k8s.io/sig-storage/csi-attacher:", "image: registry.k8s.io/sig-storage/csi-provisioner:"} {
+		if !bytes.Contains(data, []byte(want)) {
+			t.Errorf("kind/csi-hostpath-upstream.yaml lacks %q", want)
+		}
+	}
+	if bytes.Contains(data, []byte("image: strandlab/")) {
+		t.Errorf("the upstream variant runs a strandlab image:\n%s", text)
+	}
+}
