@@ -18,21 +18,28 @@
 package kcmbuild
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"io"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
 	"sort"
 	"strings"
+	"unicode"
 
+	"github.com/strandlab/strandlab/internal/process"
 	"github.com/strandlab/strandlab/internal/provenance"
 	"github.com/strandlab/strandlab/internal/upstream"
 )
@@ -279,6 +286,10 @@ type target struct {
 	mainPkg    string // package to build
 	versionPkg string // package whose gitVersion etc. the -X flags set
 	binary     string // file name of the built binary
+	// etcdDir returns a directory holding an etcd binary, for upstream's
+	// integration tests (test/integration/framework finds etcd on PATH);
+	// nil: PATH is left alone.
+	etcdDir func(ctx context.Context, progress io.Writer) (string, error)
 }
 
 func kcmTarget(repoRoot string) target {
@@ -289,7 +300,42 @@ func kcmTarget(repoRoot string) target {
 		mainPkg:    "k8s.io/kubernetes/cmd/kube-controller-manager",
 		versionPkg: "k8s.io/component-base/version",
 		binary:     "kube-controller-manager",
+		etcdDir: func(ctx context.Context, progress io.Writer) (string, error) {
+			return etcdDir(ctx, repoRoot, progress)
+		},
 	}
+}
+
+// etcdDir returns a directory holding etcd: the one on PATH, else the one
+// of $STRANDLAB_BIN_DIR, else the etcd tools/upstream/build.sh builds (pinned
+// with k8s.io/kubernetes; the script builds only what is missing and prints
+// its directory last). upstream.Ensure is not used: it also rebuilds the
+// harness's own binaries, which a running cluster may be using.
+func etcdDir(ctx context.Context, repoRoot string, progress io.Writer) (string, error) {
+	if p, err := exec.LookPath("etcd"); err == nil {
+		return filepath.Dir(p), nil
+	}
+	if dir := os.Getenv(upstream.BinDirEnv); dir != "" {
+		if _, err := os.Stat(filepath.Join(dir, "etcd")); err != nil {
+			return "", fmt.Errorf("%s=%s: no etcd there: %w", upstream.BinDirEnv, dir, err)
+		}
+		return dir, nil
+	}
+	if err := process.CheckUnitOnly("building etcd (tools/upstream/build.sh)"); err != nil {
+		return "", err
+	}
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(repoRoot, "tools/upstream/build.sh"), filepath.Join(repoRoot, "_output/bin"))
+	var stdout bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, progress
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("tools/upstream/build.sh: %w", err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	dir := lines[len(lines)-1]
+	if _, err := os.Stat(filepath.Join(dir, "etcd")); err != nil {
+		return "", fmt.Errorf("tools/upstream/build.sh printed %q, which holds no etcd: %w", dir, err)
+	}
+	return dir, nil
 }
 
 func (t target) cachePath(version, sha string) string {
@@ -346,8 +392,9 @@ func Build(ctx context.Context, repoRoot, name string, progress io.Writer) (Resu
 
 // Test runs `go test` on every package build name touches, with the build's
 // files laid over upstream: upstream's own tests of those packages and the
-// build's added _test.go files run against the patched code. Output goes
-// to out.
+// build's added _test.go files run against the patched code. In upstream's
+// integration packages (test/integration/...) only the tests the build
+// defines run, with etcd on PATH (see testRuns). Output goes to out.
 func Test(ctx context.Context, repoRoot, name string, out io.Writer) error {
 	if out == nil {
 		out = io.Discard
@@ -359,7 +406,99 @@ func Test(ctx context.Context, repoRoot, name string, out io.Writer) error {
 	if s.Kind == KindStock {
 		return errors.New("stock changes nothing: there is nothing of its own to test")
 	}
-	return test(ctx, kcmTarget(repoRoot), s, out)
+	return test(ctx, kcmTarget(repoRoot), s, out, false)
+}
+
+// TestOnStock runs the same tests as Test, but lays only the build's
+// _test.go files over unmodified upstream. A build's own tests should fail
+// here: that is what shows they test its change. It returns go test's
+// failure as an error, like Test.
+func TestOnStock(ctx context.Context, repoRoot, name string, out io.Writer) error {
+	if out == nil {
+		out = io.Discard
+	}
+	s, err := Lookup(repoRoot, name)
+	if err != nil {
+		return err
+	}
+	if s.Kind == KindStock {
+		return errors.New("stock has no tests of its own to run on stock")
+	}
+	return test(ctx, kcmTarget(repoRoot), s, out, true)
+}
+
+// integrationDir holds upstream's integration tests (module-relative). Their
+// packages need etcd and run for minutes (in test/integration/volume,
+// TestPodAddedByDswp alone waits up to 200 s), so of those only the tests a
+// build adds or changes run.
+const integrationDir = "test/integration/"
+
+// testRun is one go test command: dirs (module-relative), and the -run
+// pattern, empty for all tests.
+type testRun struct {
+	dirs []string
+	run  string
+}
+
+// testRuns splits the packages a change touches (packagesOf) into one run
+// of every test of the packages outside integrationDir and one run of the
+// integration packages restricted to the tests the change's _test.go files
+// define there (a package whose changed files define none is not run).
+func testRuns(ch changes) ([]testRun, error) {
+	var unit, integration []string
+	names := map[string]bool{}
+	for _, d := range packagesOf(ch) {
+		if !strings.HasPrefix(d+"/", integrationDir) {
+			unit = append(unit, d)
+			continue
+		}
+		found := false
+		for _, rel := range sortedKeys(ch) {
+			if path.Dir(rel) != d || !isTestFile(rel) || ch[rel] == nil {
+				continue
+			}
+			tests, err := testFuncs(rel, ch[rel])
+			if err != nil {
+				return nil, err
+			}
+			for _, n := range tests {
+				names[n], found = true, true
+			}
+		}
+		if found {
+			integration = append(integration, d)
+		}
+	}
+	var runs []testRun
+	if len(unit) > 0 {
+		runs = append(runs, testRun{dirs: unit})
+	}
+	if len(integration) > 0 {
+		runs = append(runs, testRun{dirs: integration, run: "^(" + strings.Join(sortedKeys(names), "|") + ")$"})
+	}
+	return runs, nil
+}
+
+func isTestFile(rel string) bool { return strings.HasSuffix(rel, "_test.go") }
+
+// testFuncs returns the names of the top-level TestXxx(t *testing.T)
+// functions in a Go file (TestMain excluded).
+func testFuncs(rel string, data []byte) ([]string, error) {
+	f, err := parser.ParseFile(token.NewFileSet(), rel, data, parser.SkipObjectResolution)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", rel, err)
+	}
+	var names []string
+	for _, d := range f.Decls {
+		fn, ok := d.(*ast.FuncDecl)
+		if !ok || fn.Recv != nil || fn.Name.Name == "TestMain" || fn.Type.Params.NumFields() != 1 {
+			continue
+		}
+		if n := strings.TrimPrefix(fn.Name.Name, "Test"); n != fn.Name.Name && (n == "" || !unicode.IsLower([]rune(n)[0])) {
+			names = append(names, fn.Name.Name)
+		}
+	}
+	return names, nil
 }
 
 // packagesOf lists the directories (module-relative, slash) of the Go

@@ -442,6 +442,9 @@ func tinyRepo(t *testing.T) (target, string) {
 		"up/cmd/hello/main.go":     "package main\n\nimport (\n\t\"fmt\"\n\n\t\"example.com/up/msg\"\n\t\"example.com/up/version\"\n)\n\nfunc main() { fmt.Println(version.Get(), msg.Msg()) }\n",
 		"tools/up/go.mod":          "module example.com/tools\n\ngo 1.22\n\nrequire example.com/up v1.2.3\n\nreplace example.com/up v1.2.3 => ../../up\n",
 		"tools/upstream/builds/.k": "",
+		// An upstream integration test that must not run: kcm test runs only
+		// a build's own tests in test/integration/.
+		"up/test/integration/slow/slow_test.go": "package slow\n\nimport \"testing\"\n\nfunc TestUpstreamSlow(t *testing.T) {\n\tt.Fatal(\"upstream's integration test ran\")\n}\n",
 	})
 	return target{
 		repoRoot:   root,
@@ -545,11 +548,26 @@ func TestTestTinyModule(t *testing.T) {
 		{"fails-without-patch", map[string]string{"files/msg/patched_test.go": extraTest}, false, []string{`Msg() = "stock"`}},
 		{"breaks-upstream-test", map[string]string{"files/msg/msg.go": "package msg\n\nfunc Msg() string { return \"\" }\n"}, false, []string{"--- FAIL: TestMsg"}},
 	}
+	integrationTest := "package slow\n\nimport (\n\t\"testing\"\n\n\t\"example.com/up/msg\"\n)\n\n" +
+		"func TestPatchedIntegration(t *testing.T) {\n\tif msg.Msg() != \"patched\" {\n\t\tt.Fatalf(\"Msg() = %q\", msg.Msg())\n\t}\n}\n"
+	tests = append(tests, []struct {
+		name    string
+		tree    map[string]string
+		wantOK  bool
+		wantOut []string
+	}{
+		// The build's integration test runs against the patch, upstream's
+		// next to it does not.
+		{"integration", map[string]string{"files/msg/msg.go": patchedMsg, "files/test/integration/slow/patched_test.go": integrationTest}, true,
+			[]string{"go test -run ^(TestPatchedIntegration)$ example.com/up/test/integration/slow", "ok  \texample.com/up/test/integration/slow", "go test example.com/up/msg"}},
+		{"integration-fails-without-patch", map[string]string{"files/test/integration/slow/patched_test.go": integrationTest}, false,
+			[]string{`Msg() = "stock"`, "--- FAIL: TestPatchedIntegration"}},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			s := tinyBuild(t, root, tc.name, tc.tree)
 			var out bytes.Buffer
-			err := test(ctx, tg, s, &out)
+			err := test(ctx, tg, s, &out, false)
 			if (err == nil) != tc.wantOK {
 				t.Fatalf("test: %v, want ok=%v\n%s", err, tc.wantOK, out.String())
 			}
@@ -557,6 +575,81 @@ func TestTestTinyModule(t *testing.T) {
 				if !strings.Contains(out.String(), w) {
 					t.Errorf("output lacks %q:\n%s", w, out.String())
 				}
+			}
+		})
+	}
+}
+
+// TestTestOnStockTinyModule: with onStock only a build's _test.go files are
+// laid over upstream, so a build whose tests test its change fails, on the
+// same packages and tests as without.
+func TestTestOnStockTinyModule(t *testing.T) {
+	tg, root := tinyRepo(t)
+	ctx := context.Background()
+	extraTest := "package msg\n\nimport \"testing\"\n\nfunc TestPatched(t *testing.T) {\n\tif Msg() != \"patched\" {\n\t\tt.Fatalf(\"Msg() = %q\", Msg())\n\t}\n}\n"
+	s := tinyBuild(t, root, "good", map[string]string{"files/msg/msg.go": patchedMsg, "files/msg/patched_test.go": extraTest})
+	var out bytes.Buffer
+	if err := test(ctx, tg, s, &out, false); err != nil {
+		t.Fatalf("on the patch: %v\n%s", err, out.String())
+	}
+	out.Reset()
+	err := test(ctx, tg, s, &out, true)
+	if err == nil {
+		t.Fatalf("on stock: no error, want the build's test to fail\n%s", out.String())
+	}
+	for _, w := range []string{"go test example.com/up/msg (example.com/up@v1.2.3 unmodified + only the _test.go files of good", "--- FAIL: TestPatched", `Msg() = "stock"`} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("output lacks %q:\n%s", w, out.String())
+		}
+	}
+}
+
+func TestTestRuns(t *testing.T) {
+	integration := "package volume\n\nimport \"testing\"\n\n" +
+		"func TestMain(m *testing.M) {}\n" +
+		"func TestStale(t *testing.T) {}\n" +
+		"func Testlower(t *testing.T) {}\n" +
+		"func helper(t *testing.T) {}\n" +
+		"func (x) TestMethod(t *testing.T) {}\n" +
+		"func Test(t *testing.T) {}\n"
+	tests := []struct {
+		name    string
+		ch      changes
+		want    []testRun
+		wantErr string
+	}{
+		{
+			name: "unit and integration packages",
+			ch: changes{
+				"pkg/a/a.go":                        []byte("package a\n"),
+				"pkg/a/a_test.go":                   []byte("package a\n"),
+				"test/integration/volume/x_test.go": []byte(integration),
+				"test/integration/volume/y_test.go": []byte("package volume\n\nfunc TestOther(t *testing.T) {}\n"),
+			},
+			want: []testRun{{dirs: []string{"pkg/a"}}, {dirs: []string{"test/integration/volume"}, run: "^(Test|TestOther|TestStale)$"}},
+		},
+		{
+			name: "an integration package without tests of the build is not run",
+			ch:   changes{"pkg/a/a.go": []byte("package a\n"), "test/integration/framework/etcd.go": []byte("package framework\n")},
+			want: []testRun{{dirs: []string{"pkg/a"}}},
+		},
+		{
+			name:    "a test file that does not parse",
+			ch:      changes{"test/integration/volume/x_test.go": []byte("package volume\n\nfunc {\n")},
+			wantErr: "test/integration/volume/x_test.go:",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := testRuns(tc.ch)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("testRuns = %+v, %v; want %+v", got, err, tc.want)
 			}
 		})
 	}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -12,7 +14,9 @@ import (
 
 // TestShippedBuilds runs every shipped build's own tests, together with
 // upstream's tests of the packages it patches, against the patched copy of
-// k8s.io/kubernetes, and builds its controller (cached afterwards). It
+// k8s.io/kubernetes, and builds its controller (cached afterwards). Then it
+// runs the same tests with only the build's test files over stock: every
+// test the build adds must fail there, or it does not test the change. It
 // compiles upstream packages, so -short skips it.
 func TestShippedBuilds(t *testing.T) {
 	if testing.Short() {
@@ -45,6 +49,73 @@ func TestShippedBuilds(t *testing.T) {
 			if res.Provenance.Patch != s.Name || len(res.Provenance.PatchSHA256) != 64 {
 				t.Errorf("provenance %+v: want the patch name and its sha256", res.Provenance)
 			}
+
+			added, err := addedTests(ctx, root, s)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(added) == 0 {
+				t.Fatalf("build %s adds no test", s.Name)
+			}
+			out.Reset()
+			if err := TestOnStock(ctx, root, s.Name, &out); err == nil {
+				t.Fatalf("the tests of build %s pass against stock: they do not test its change\n%s", s.Name, out.String())
+			}
+			for _, name := range added {
+				if !strings.Contains(out.String(), "--- FAIL: "+name+" (") {
+					t.Errorf("test %s of build %s does not fail against stock\n%s", name, s.Name, tail(out.String(), 8000))
+				}
+			}
 		})
 	}
+}
+
+// addedTests returns the test functions of the build's _test.go files that
+// the upstream versions of those files do not have.
+func addedTests(ctx context.Context, root string, s Spec) ([]string, error) {
+	mod, err := resolve(ctx, kcmTarget(root))
+	if err != nil {
+		return nil, err
+	}
+	src, err := s.load()
+	if err != nil {
+		return nil, err
+	}
+	ch, err := src.apply(mod.Dir, mod.Path+"@"+mod.Version)
+	if err != nil {
+		return nil, err
+	}
+	var added []string
+	for _, rel := range sortedKeys(ch) {
+		if !isTestFile(rel) || ch[rel] == nil {
+			continue
+		}
+		names, err := testFuncs(rel, ch[rel])
+		if err != nil {
+			return nil, err
+		}
+		old := map[string]bool{}
+		if data, err := os.ReadFile(filepath.Join(mod.Dir, filepath.FromSlash(rel))); err == nil {
+			oldNames, err := testFuncs(rel, data)
+			if err != nil {
+				return nil, err
+			}
+			for _, n := range oldNames {
+				old[n] = true
+			}
+		}
+		for _, n := range names {
+			if !old[n] {
+				added = append(added, n)
+			}
+		}
+	}
+	return added, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
 }

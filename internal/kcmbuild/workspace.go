@@ -188,8 +188,31 @@ func writeOverlay(overlayPath, upstreamRoot, filesDir string, ch changes) error 
 
 func (w *workspace) close() { os.RemoveAll(w.dir) }
 
+// trimmedSourceEnv returns the environment that lets a test built with
+// -trimpath find files next to its upstream sources. Upstream's test API
+// server (cmd/kube-apiserver/app/testing, pkgPath) reads its serving
+// certificate from testdata/ beside its own source file, whose path
+// -trimpath makes relative (k8s.io/kubernetes@v1.37.2/cmd/...); it then
+// resolves the path against $TEST_SRCDIR/$TEST_WORKSPACE, which Bazel sets.
+// Both point at a directory where <module>@<version> is the upstream source.
+// (Building without -trimpath instead would give every package of the test
+// binary a new build cache key in each temporary workspace.)
+func (w *workspace) trimmedSourceEnv(mod module) ([]string, error) {
+	srcdir := filepath.Join(w.dir, ".srcdir")
+	link := filepath.Join(srcdir, filepath.FromSlash(mod.Path+"@"+mod.Version))
+	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+		return nil, err
+	}
+	if err := os.Symlink(mod.Dir, link); err != nil && !errors.Is(err, os.ErrExist) {
+		return nil, err
+	}
+	return []string{"TEST_SRCDIR=" + srcdir, "TEST_WORKSPACE=."}, nil
+}
+
 // prepare resolves the module, applies the build and writes its workspace.
-func prepare(ctx context.Context, t target, s Spec) (module, source, changes, *workspace, error) {
+// The workspace lays over upstream the changes keep selects (all of them
+// when keep is nil); ch is all of the build's changes all the same.
+func prepare(ctx context.Context, t target, s Spec, keep func(rel string) bool) (module, source, changes, *workspace, error) {
 	mod, err := resolve(ctx, t)
 	if err != nil {
 		return module{}, source{}, nil, nil, err
@@ -202,7 +225,16 @@ func prepare(ctx context.Context, t target, s Spec) (module, source, changes, *w
 	if err != nil {
 		return module{}, source{}, nil, nil, err
 	}
-	w, err := newWorkspace(ctx, t, mod, s.Name, ch)
+	laid := ch
+	if keep != nil {
+		laid = changes{}
+		for rel, data := range ch {
+			if keep(rel) {
+				laid[rel] = data
+			}
+		}
+	}
+	w, err := newWorkspace(ctx, t, mod, s.Name, laid)
 	if err != nil {
 		return module{}, source{}, nil, nil, err
 	}
@@ -242,7 +274,7 @@ func build(ctx context.Context, t target, s Spec, progress io.Writer) (Result, e
 		return Result{Binary: final, Provenance: prov, Cached: true}, nil
 	}
 
-	mod, src, _, w, err := prepare(ctx, t, s)
+	mod, src, _, w, err := prepare(ctx, t, s, nil)
 	if err != nil {
 		return Result{}, err
 	}
@@ -273,7 +305,7 @@ func build(ctx context.Context, t target, s Spec, progress io.Writer) (Result, e
 		s.Name, t.binary, mod.Path, mod.Version, s.Kind, short(sha))
 	start := time.Now()
 	out := filepath.Join(tmp, t.binary)
-	if err := goRun(ctx, w.modDir, progress, "build", "-overlay", w.overlay, "-trimpath",
+	if err := goRun(ctx, w.modDir, progress, nil, "build", "-overlay", w.overlay, "-trimpath",
 		"-ldflags", ldflags(t.versionPkg, mod.Version), "-o", out, t.mainPkg); err != nil {
 		return Result{}, fmt.Errorf("build %s %s: %w", s.Name, t.binary, err)
 	}
@@ -292,33 +324,72 @@ func build(ctx context.Context, t target, s Spec, progress io.Writer) (Result, e
 	return Result{Binary: final, Provenance: prov}, nil
 }
 
-// test runs go test on the packages s touches, with s's changes laid over.
-func test(ctx context.Context, t target, s Spec, out io.Writer) error {
-	mod, _, ch, w, err := prepare(ctx, t, s)
+// test runs go test on the packages s touches, with s's changes laid over;
+// with onStock, only s's _test.go files are laid over unmodified upstream
+// (the packages and tests run are the same). Upstream's integration packages
+// (test/integration/...) run only the tests s defines there, with etcd on
+// PATH; every other package runs all its tests.
+func test(ctx context.Context, t target, s Spec, out io.Writer, onStock bool) error {
+	var keep func(string) bool
+	if onStock {
+		keep = isTestFile
+	}
+	mod, _, ch, w, err := prepare(ctx, t, s, keep)
 	if err != nil {
 		return err
 	}
 	defer w.close()
-	var pkgs []string
-	for _, d := range packagesOf(ch) {
-		pkgs = append(pkgs, mod.Path+"/"+d)
+	runs, err := testRuns(ch)
+	if err != nil {
+		return fmt.Errorf("%s: %w", s.Name, err)
 	}
-	if len(pkgs) == 0 {
+	if len(runs) == 0 {
 		return fmt.Errorf("%s changes no Go package: nothing to test", s.Name)
 	}
-	fmt.Fprintf(out, ">> kcm %s: go test %s (%s@%s + %s)\n", s.Name, strings.Join(pkgs, " "), mod.Path, mod.Version, s.Kind)
-	args := append([]string{"test", "-overlay", w.overlay, "-trimpath", "-count=1"}, pkgs...)
-	if err := goRun(ctx, w.modDir, out, args...); err != nil {
-		return fmt.Errorf("test %s: %w", s.Name, err)
+	laid := fmt.Sprintf("%s@%s + %s", mod.Path, mod.Version, s.Kind)
+	if onStock {
+		laid = fmt.Sprintf("%s@%s unmodified + only the _test.go files of %s: they should FAIL here", mod.Path, mod.Version, s.Name)
+	}
+	var failed []error
+	for _, r := range runs {
+		var pkgs []string
+		for _, d := range r.dirs {
+			pkgs = append(pkgs, mod.Path+"/"+d)
+		}
+		var flags, env []string
+		if r.run != "" {
+			flags = []string{"-run", r.run}
+			if t.etcdDir != nil {
+				dir, err := t.etcdDir(ctx, out)
+				if err != nil {
+					return fmt.Errorf("test %s: integration tests need etcd: %w", s.Name, err)
+				}
+				env = append(env, "PATH="+dir+string(os.PathListSeparator)+os.Getenv("PATH"))
+			}
+			srcEnv, err := w.trimmedSourceEnv(mod)
+			if err != nil {
+				return err
+			}
+			env = append(env, srcEnv...)
+		}
+		shown := append(flags, pkgs...)
+		fmt.Fprintf(out, ">> kcm %s: go test %s (%s)\n", s.Name, strings.Join(shown, " "), laid)
+		args := append([]string{"test", "-overlay", w.overlay, "-trimpath", "-count=1"}, shown...)
+		if err := goRun(ctx, w.modDir, out, env, args...); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if len(failed) > 0 {
+		return fmt.Errorf("test %s: %w", s.Name, errors.Join(failed...))
 	}
 	return nil
 }
 
 // goEnv is the environment of every go command run here: no workspace
 // file, and CGO_ENABLED=0 as in tools/upstream/build.sh, so that builds
-// share its build cache.
-func goEnv() []string {
-	return append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0")
+// share its build cache; extra (KEY=value) comes last and so wins.
+func goEnv(extra ...string) []string {
+	return append(append(os.Environ(), "GOWORK=off", "CGO_ENABLED=0"), extra...)
 }
 
 // goOutput runs go in dir and returns its stdout.
@@ -333,13 +404,13 @@ func goOutput(ctx context.Context, dir string, args ...string) ([]byte, error) {
 	return out, nil
 }
 
-// goRun runs go in dir with its output to w; the error carries the end of
-// the output.
-func goRun(ctx context.Context, dir string, w io.Writer, args ...string) error {
+// goRun runs go in dir, with env added to goEnv, its output to w; the
+// error carries the end of the output.
+func goRun(ctx context.Context, dir string, w io.Writer, env []string, args ...string) error {
 	cmd := exec.CommandContext(ctx, "go", args...)
 	tail := &tailBuffer{max: 4096}
 	out := io.MultiWriter(w, tail)
-	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, goEnv(), out, out
+	cmd.Dir, cmd.Env, cmd.Stdout, cmd.Stderr = dir, goEnv(env...), out, out
 	if err := cmd.Run(); err != nil {
 		if t := strings.TrimSpace(tail.String()); t != "" {
 			return fmt.Errorf("go %s: %w:\n%s", args[0], err, t)

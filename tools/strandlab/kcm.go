@@ -106,12 +106,21 @@ binary's path and its provenance are printed on stdout, the path last.`,
 }
 
 func kcmTestCommand() *cobra.Command {
-	return &cobra.Command{
+	var onStock bool
+	cmd := &cobra.Command{
 		Use:   "test NAME",
 		Short: "go test the upstream packages a build touches, with the build laid over them",
 		Long: `Run go test on every k8s.io/kubernetes package build NAME changes, with the
 build's files laid over upstream: upstream's own tests of those packages and
-the build's added _test.go files run against the patched code.`,
+the build's added _test.go files run against the patched code. In upstream's
+integration packages (test/integration/...) only the tests the build defines
+run, with etcd on PATH (yours, or the one tools/upstream/build.sh builds).
+
+With --stock, the same tests run with only the build's _test.go files laid
+over unmodified upstream. A build's tests should FAIL there (the exit status
+is then non-zero): that is what shows they test the build's change.`,
+		Example: `  strandlab kcm test fix
+  strandlab kcm test --stock fix    # fix's tests against stock: expected to fail`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			root, err := kcmRepoRoot()
@@ -120,7 +129,12 @@ the build's added _test.go files run against the patched code.`,
 			}
 			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
 			defer stop()
+			if onStock {
+				return kcmbuild.TestOnStock(ctx, root, args[0], os.Stdout)
+			}
 			return kcmbuild.Test(ctx, root, args[0], os.Stdout)
 		},
 	}
+	cmd.Flags().BoolVar(&onStock, "stock", false, "run only the build's _test.go files, over unmodified upstream (they should fail)")
+	return cmd
 }
