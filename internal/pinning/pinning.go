@@ -7,6 +7,7 @@ package pinning
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/strandlab/strandlab/internal/fault"
 )
@@ -46,4 +47,26 @@ func (c *Config) Validate() error {
 		return fmt.Errorf("latency.%w", err)
 	}
 	return nil
+}
+
+// SchedulerConfiguration is the KubeSchedulerConfiguration that makes
+// kube-scheduler call the extender at addr (host:port) as a filter, with
+// its client kubeconfig at kubeconfig. Both providers write it. The
+// extender's slowest answer (c's latency bound) must fit in the
+// scheduler's timeout, or the "slow extender" becomes a failing one.
+func (c *Config) SchedulerConfiguration(kubeconfig, addr string) string {
+	timeout := 30*time.Second + c.Latency.Bound()
+	return fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
+kind: KubeSchedulerConfiguration
+clientConnection:
+  kubeconfig: %q
+leaderElection:
+  leaderElect: false
+extenders:
+- urlPrefix: "http://%s"
+  filterVerb: filter
+  nodeCacheCapable: true
+  ignorable: false
+  httpTimeout: %s
+`, kubeconfig, addr, timeout)
 }

@@ -255,8 +255,8 @@ func (cp *controlPlane) startProxy(ctx context.Context, profile *fault.Profile, 
 }
 
 // startExtender runs the pinning extender as a static pod and restarts
-// kube-scheduler with a configuration that calls it (the configuration the
-// local provider writes, internal/cluster/local/scheduling.go).
+// kube-scheduler with a configuration that calls it (the one the local
+// provider writes too: pinning.Config.SchedulerConfiguration).
 func (cp *controlPlane) startExtender(ctx context.Context, admin kubernetes.Interface, config *pinning.Config) error {
 	configFile := filepath.Join(cp.c.dir, "pinning.json")
 	data, err := json.Marshal(config)
@@ -282,20 +282,7 @@ func (cp *controlPlane) startExtender(ctx context.Context, admin kubernetes.Inte
 		return err
 	}
 	schedConfig := filepath.Join(cp.c.dir, "kube-scheduler.yaml")
-	timeout := 30*time.Second + config.Latency.Bound()
-	conf := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: /etc/kubernetes/scheduler.conf
-leaderElection:
-  leaderElect: false
-extenders:
-- urlPrefix: "http://%s"
-  filterVerb: filter
-  nodeCacheCapable: true
-  ignorable: false
-  httpTimeout: %s
-`, addr, timeout)
+	conf := config.SchedulerConfiguration("/etc/kubernetes/scheduler.conf", addr)
 	if err := os.WriteFile(schedConfig, []byte(conf), 0o644); err != nil {
 		return err
 	}

@@ -26,16 +26,12 @@ import (
 // buildImages builds (or finds) the FROM-scratch images of the programs that
 // run in the cluster (tools/images/build.sh) and returns name -> tag.
 func (p *Provider) buildImages(ctx context.Context, progress io.Writer) (map[string]string, error) {
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(p.RepoRoot, "tools", "images", "build.sh"), filepath.Join(p.RepoRoot, "_output"))
-	cmd.Dir = p.RepoRoot
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = io.MultiWriter(progress, &stderr)
-	if err := cmd.Run(); err != nil {
-		return nil, fmt.Errorf("build the in-cluster images (tools/images/build.sh): %w: %s", err, lastLines(stderr.String(), 5))
+	stdout, err := p.runScript(ctx, progress, "tools/images/build.sh", "build the in-cluster images")
+	if err != nil {
+		return nil, err
 	}
 	images := map[string]string{}
-	for _, line := range strings.Fields(stdout.String()) {
+	for _, line := range strings.Fields(stdout) {
 		if name, tag, ok := strings.Cut(line, "="); ok {
 			images[name] = tag
 		}
@@ -46,6 +42,21 @@ func (p *Provider) buildImages(ctx context.Context, progress io.Writer) (map[str
 		}
 	}
 	return images, nil
+}
+
+// runScript runs one of the repository's build scripts with the output
+// directory as its argument: progress (stderr) goes to progress, stdout is
+// returned; a failure carries the script's last lines.
+func (p *Provider) runScript(ctx context.Context, progress io.Writer, script, what string) (string, error) {
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(p.RepoRoot, script), filepath.Join(p.RepoRoot, "_output"))
+	cmd.Dir = p.RepoRoot
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = io.MultiWriter(progress, &stderr)
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("%s (%s): %w: %s", what, script, err, lastLines(stderr.String(), 5))
+	}
+	return stdout.String(), nil
 }
 
 // loadImages saves the images once and imports them into every node's

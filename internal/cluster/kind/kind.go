@@ -7,7 +7,6 @@ package kind
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -148,15 +147,11 @@ func (p *Provider) Prepare(ctx context.Context) error {
 }
 
 func (p *Provider) buildNodeImage(ctx context.Context, progress io.Writer) (string, error) {
-	cmd := exec.CommandContext(ctx, "bash", filepath.Join(p.RepoRoot, "tools", "kind-image", "build-node.sh"), filepath.Join(p.RepoRoot, "_output"))
-	cmd.Dir = p.RepoRoot
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout = &stdout
-	cmd.Stderr = io.MultiWriter(progress, &stderr)
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("build the kind node image (tools/kind-image/build-node.sh): %w: %s", err, lastLines(stderr.String(), 5))
+	stdout, err := p.runScript(ctx, progress, "tools/kind-image/build-node.sh", "build the kind node image")
+	if err != nil {
+		return "", err
 	}
-	lines := strings.Fields(stdout.String())
+	lines := strings.Fields(stdout)
 	if len(lines) == 0 {
 		return "", errors.New("tools/kind-image/build-node.sh printed no image tag")
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/strandlab/strandlab/internal/process"
 )
@@ -29,23 +28,8 @@ func (st *starting) startExtender() (readiness, []string, error) {
 	if err != nil {
 		return readiness{}, nil, err
 	}
-	// The extender's slowest answer must fit in the scheduler's timeout,
-	// or the "slow extender" becomes a failing one.
-	timeout := 30*time.Second + ext.Latency.Bound()
 	schedConfig := filepath.Join(c.dir, "kube-scheduler.yaml")
-	conf := fmt.Sprintf(`apiVersion: kubescheduler.config.k8s.io/v1
-kind: KubeSchedulerConfiguration
-clientConnection:
-  kubeconfig: %q
-leaderElection:
-  leaderElect: false
-extenders:
-- urlPrefix: "http://%s"
-  filterVerb: filter
-  nodeCacheCapable: true
-  ignorable: false
-  httpTimeout: %s
-`, cfg.scheduler, addr, timeout)
+	conf := ext.SchedulerConfiguration(cfg.scheduler, addr)
 	if err := os.WriteFile(schedConfig, []byte(conf), 0o644); err != nil {
 		return readiness{}, nil, err
 	}
