@@ -1,6 +1,7 @@
 package kind
 
 import (
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -14,7 +15,8 @@ import (
 // dynamic binary in a FROM-scratch image, a missing file) fails here rather
 // than as a pod that never runs.
 func TestImagesAnswerHelp(t *testing.T) {
-	root, err := upstream.RepoRoot(".")
+	wd, _ := os.Getwd()
+	root, err := upstream.RepoRoot(wd)
 	if err != nil {
 		t.Fatal(err)
 	}

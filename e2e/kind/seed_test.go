@@ -2,6 +2,7 @@ package kind
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -19,7 +20,8 @@ import (
 // empty node status patch in its timeline; fix strands nothing and is
 // never unsafe; the report names the real kubelet.
 func TestSeedScenarioWithRealKubelets(t *testing.T) {
-	root, err := upstream.RepoRoot(".")
+	wd, _ := os.Getwd()
+	root, err := upstream.RepoRoot(wd)
 	if err != nil {
 		t.Fatal(err)
 	}
