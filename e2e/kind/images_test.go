@@ -1,13 +1,10 @@
 package kind
 
 import (
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/strandlab/strandlab/internal/upstream"
 )
 
 // TestImagesAnswerHelp runs every program of every image strandlab builds
@@ -15,11 +12,7 @@ import (
 // dynamic binary in a FROM-scratch image, a missing file) fails here rather
 // than as a pod that never runs.
 func TestImagesAnswerHelp(t *testing.T) {
-	wd, _ := os.Getwd()
-	root, err := upstream.RepoRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	out, err := exec.Command("bash", filepath.Join(root, "tools/images/build.sh"), filepath.Join(root, "_output")).Output()
 	if err != nil {
 		t.Fatalf("tools/images/build.sh: %v", err)

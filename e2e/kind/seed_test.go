@@ -2,7 +2,6 @@ package kind
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -10,7 +9,6 @@ import (
 	"time"
 
 	"github.com/strandlab/strandlab/internal/report"
-	"github.com/strandlab/strandlab/internal/upstream"
 )
 
 // TestSeedScenarioWithRealKubelets is the headline as a user runs it:
@@ -20,11 +18,7 @@ import (
 // empty node status patch in its timeline; fix strands nothing and is
 // never unsafe; the report names the real kubelet.
 func TestSeedScenarioWithRealKubelets(t *testing.T) {
-	wd, _ := os.Getwd()
-	root, err := upstream.RepoRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
+	root := repoRoot(t)
 	bin := filepath.Join(t.TempDir(), "strandlab")
 	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(root, "tools/strandlab")).CombinedOutput(); err != nil {
 		t.Fatalf("build strandlab: %v\n%s", err, out)

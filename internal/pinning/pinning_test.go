@@ -26,7 +26,7 @@ func TestSchedulerConfiguration(t *testing.T) {
 				ClientConnection struct{ Kubeconfig string }
 				Extenders        []struct {
 					URLPrefix, FilterVerb, HTTPTimeout string
-					NodeCacheCapable, Ignorable       bool
+					NodeCacheCapable, Ignorable        bool
 				}
 			}
 			if err := yaml.Unmarshal([]byte(c.SchedulerConfiguration("/etc/kubernetes/scheduler.conf", "127.0.0.1:8888")), &doc); err != nil {
