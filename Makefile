@@ -43,11 +43,13 @@ soak: ## run the long scenario (scenarios/soak.yaml)
 
 .PHONY: test
 test: lint binaries ## run all tests: lint, unit tests, e2e-framework suites (local provider; kind too when Docker runs)
-	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v /e2e/kind$$)
-	@# The kind suite runs alone: its nodes would take the CPU the local
-	@# suites' timings need (2 cores). Its first run builds the node image.
-	@docker version >/dev/null 2>&1 || echo "make test: no Docker daemon answers here: the kind suite (e2e/kind) is skipped"
-	$(GO) test -count=1 -timeout 40m ./e2e/kind/
+	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /e2e/kind$$ -e /e2e/kindrun$$)
+	@# The kind suites run alone and one after the other (-p 1): their nodes
+	@# would take the CPU the local suites' timings need (2 cores), and two
+	@# kind clusters side by side starve a joining worker. The first run
+	@# builds the node image.
+	@docker version >/dev/null 2>&1 || echo "make test: no Docker daemon answers here: the kind suites (e2e/kind, e2e/kindrun) are skipped"
+	$(GO) test -count=1 -p 1 -timeout 40m ./e2e/kind/ ./e2e/kindrun/
 
 # STRANDLAB_UNIT_ONLY=1: a test that starts a component or builds the cluster
 # binaries fails (internal/process, internal/upstream) instead of doing it.

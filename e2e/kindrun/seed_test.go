@@ -1,4 +1,4 @@
-package kind
+package kindrun
 
 import (
 	"context"
