@@ -28,7 +28,11 @@ import (
 )
 
 func main() {
-	if err := run(); err != nil {
+	err := run()
+	switch {
+	case errors.Is(err, flag.ErrHelp):
+		// -h/--help printed the flags: asked for, so not a failure.
+	case err != nil:
 		fmt.Fprintln(os.Stderr, "pin-extender:", err)
 		os.Exit(1)
 	}
