@@ -1,6 +1,7 @@
 package kind
 
 import (
+	"github.com/strandlab/strandlab/e2e/suite"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -12,7 +13,7 @@ import (
 // dynamic binary in a FROM-scratch image, a missing file) fails here rather
 // than as a pod that never runs.
 func TestImagesAnswerHelp(t *testing.T) {
-	root := repoRoot(t)
+	root := suite.RepoRoot(t)
 	out, err := exec.Command("bash", filepath.Join(root, "tools/images/build.sh"), filepath.Join(root, "_output")).Output()
 	if err != nil {
 		t.Fatalf("tools/images/build.sh: %v", err)

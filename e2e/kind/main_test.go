@@ -15,23 +15,11 @@ import (
 
 	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/upstream"
 )
 
 const nodeCount = 2
 
 var s suite.Suite
-
-// repoRoot is the strandlab checkout the tests run in.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, _ := os.Getwd()
-	root, err := upstream.RepoRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
-}
 
 func TestMain(m *testing.M) {
 	code := suite.RunOn(m, "kind", "e2e-kind", cluster.Spec{Nodes: nodeCount}, &s)

@@ -11,8 +11,6 @@ import (
 	"os"
 	"os/exec"
 	"testing"
-
-	"github.com/strandlab/strandlab/internal/upstream"
 )
 
 func TestMain(m *testing.M) {
@@ -26,15 +24,4 @@ func TestMain(m *testing.M) {
 		os.Exit(0)
 	}
 	os.Exit(m.Run())
-}
-
-// repoRoot is the strandlab checkout the tests run in.
-func repoRoot(t *testing.T) string {
-	t.Helper()
-	wd, _ := os.Getwd()
-	root, err := upstream.RepoRoot(wd)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return root
 }

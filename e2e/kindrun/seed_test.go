@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/report"
 )
 
@@ -18,7 +19,7 @@ import (
 // empty node status patch in its timeline; fix strands nothing and is
 // never unsafe; the report names the real kubelet.
 func TestSeedScenarioWithRealKubelets(t *testing.T) {
-	root := repoRoot(t)
+	root := suite.RepoRoot(t)
 	bin := filepath.Join(t.TempDir(), "strandlab")
 	if out, err := exec.Command("go", "build", "-o", bin, filepath.Join(root, "tools/strandlab")).CombinedOutput(); err != nil {
 		t.Fatalf("build strandlab: %v\n%s", err, out)

@@ -100,3 +100,15 @@ func RunOn(m *testing.M, providerName, name string, spec cluster.Spec, s *Suite)
 	s.Env.Finish(finish...)
 	return s.Env.Run(m)
 }
+
+// RepoRoot is the strandlab checkout a test runs in (for tests that run the
+// repository's scripts or CLI).
+func RepoRoot(t *testing.T) string {
+	t.Helper()
+	wd, _ := os.Getwd()
+	root, err := upstream.RepoRoot(wd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return root
+}
