@@ -372,7 +372,7 @@ func writeEnoughCycles(b *bytes.Buffer, base Build) {
 		fmt.Fprintf(b, "\nEnough cycles? `%s` did not strand: there is no rate to plan from (strandlab plan --baseline-rate).\n", baseline)
 		return
 	}
-	rate := float64(episodesOf(base)) / float64(episodeTrials(base))
+	rate := EpisodeRate(base)
 	n, err := stats.PowerPlan(rate, 0, TestAlpha, planPower)
 	if err != nil {
 		fmt.Fprintf(b, "\nEnough cycles? No plan: %v.\n", err)

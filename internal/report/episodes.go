@@ -106,6 +106,17 @@ func episodeTrials(b Build) int {
 	return b.Cycles - (b.Stranded - episodesOf(b))
 }
 
+// EpisodeRate is b's rate of stranding episodes per cycle that could
+// begin one: the unit of the tests against the baseline and of the power
+// plan (docs/statistics.md). 0 when b ran no cycles.
+func EpisodeRate(b Build) float64 {
+	n := episodeTrials(b)
+	if n <= 0 {
+		return 0
+	}
+	return float64(episodesOf(b)) / float64(n)
+}
+
 // setStrandedRates sets the stranded rate and its intervals from b's
 // counts and rounds: Wilson's per cycle, and the clustered ones with
 // rounds (and, in a merged report, runs) as the unit.

@@ -24,7 +24,8 @@ comparison against stock uses) needs to show, with the given power, that a
 build whose true stranding rate is --build-rate strands less often than a
 baseline whose rate is --baseline-rate, and whether the scenario's
 churn.cycles is enough. The baseline rate comes from --baseline-rate, or
-from stock's measured rate in a previous report (--from-report).`,
+from stock's measured rate of stranding episodes in a previous report
+(--from-report; episodes are the unit of the tests, docs/statistics.md).`,
 		Example: `  strandlab plan scenarios/soak.yaml --baseline-rate 0.001
   strandlab plan scenarios/soak.yaml --from-report _output/reports/latest/report.json`,
 		Args: cobra.ExactArgs(1),
@@ -35,7 +36,7 @@ from stock's measured rate in a previous report (--from-report).`,
 	}
 	f := cmd.Flags()
 	f.Float64Var(&o.baselineRate, "baseline-rate", 0, "the baseline's (stock's) stranding rate per cycle, in (0, 1]")
-	f.StringVar(&o.fromReport, "from-report", "", "take the baseline rate from stock's stranded_rate in this report.json")
+	f.StringVar(&o.fromReport, "from-report", "", "take the baseline rate from stock's rate of stranding episodes in this report.json (the unit of the tests)")
 	f.Float64Var(&o.buildRate, "build-rate", 0, "the rate the build is expected to have (0: a fix that removes the bug)")
 	f.Float64Var(&o.alpha, "alpha", 0.01, "significance level")
 	f.Float64Var(&o.power, "power", 0.8, "the probability of showing the difference when it is real")
@@ -65,7 +66,7 @@ func plan(o planOptions, w io.Writer) error {
 		found := false
 		for _, b := range r.Builds {
 			if b.Name == "stock" {
-				rate, found = b.StrandedRate, true
+				rate, found = report.EpisodeRate(b), true
 			}
 		}
 		if !found {

@@ -17,6 +17,13 @@ func TestPlan(t *testing.T) {
 	if err := report.Write(withStock, filepath.Join(dir, "a"), ""); err != nil {
 		t.Fatal(err)
 	}
+	// 20 stranded cycles in 5 episodes out of 5,000: the rate of episodes
+	// is 5 per 4,985 cycles that could begin one (docs/statistics.md).
+	episodes := &report.Report{Scenario: "soak", Complete: true, Components: map[string]provenance.Component{}, Builds: []report.Build{
+		{Name: "stock", Cycles: 5000, Stranded: 20, StrandedEpisodes: 5, StrandedRate: 0.004}}}
+	if err := report.Write(episodes, filepath.Join(dir, "c"), ""); err != nil {
+		t.Fatal(err)
+	}
 	noStrandings := &report.Report{Scenario: "soak", Complete: true, Components: map[string]provenance.Component{}, Builds: []report.Build{{Name: "stock", Cycles: 10}}}
 	if err := report.Write(noStrandings, filepath.Join(dir, "b"), ""); err != nil {
 		t.Fatal(err)
@@ -32,6 +39,7 @@ func TestPlan(t *testing.T) {
 		{"rate given", planOptions{scenario: soak, baselineRate: 0.001}, "9074 cycles per build\n../../scenarios/soak.yaml: churn.cycles = 5000 per build: NOT enough", false},
 		{"rate from a report", planOptions{scenario: soak, fromReport: filepath.Join(dir, "a", "report.json")}, "baseline rate 0.001,", false},
 		{"a rate of 0.01 needs 906", planOptions{scenario: soak, baselineRate: 0.01}, "906 cycles per build\n../../scenarios/soak.yaml: churn.cycles = 5000 per build: enough", false},
+		{"episodes, not cycles, from a report", planOptions{scenario: soak, fromReport: filepath.Join(dir, "c", "report.json")}, "baseline rate 0.00100301,", false},
 		{"no rate", planOptions{scenario: soak}, "--baseline-rate or --from-report is required", true},
 		{"both", planOptions{scenario: soak, baselineRate: 0.1, fromReport: "x"}, "give one", true},
 		{"stock never stranded", planOptions{scenario: soak, fromReport: filepath.Join(dir, "b", "report.json")}, "stock stranded 0 times", true},
