@@ -15,6 +15,11 @@ PROVIDER  ?=
 CYCLES    ?=
 SEED      ?=
 KEEP      ?=
+# CHECK=1: exit 3 when a build is outside the scenario's expect band.
+# RUN_ID_SUFFIX: appended to the run id, so CI shards run in the same second
+# stay distinct for strandlab merge (docs/ci.md).
+CHECK     ?=
+RUN_ID_SUFFIX ?=
 
 RUN_FLAGS := --scenario $(SCENARIO) \
 	$(if $(BUILDS),--builds $(BUILDS)) \
@@ -22,6 +27,8 @@ RUN_FLAGS := --scenario $(SCENARIO) \
 	$(if $(CYCLES),--cycles $(CYCLES)) \
 	$(if $(SEED),--seed $(SEED)) \
 	$(if $(filter 1 true yes,$(KEEP)),--keep) \
+	$(if $(filter 1 true yes,$(CHECK)),--check) \
+	$(if $(RUN_ID_SUFFIX),--run-id-suffix $(RUN_ID_SUFFIX)) \
 	--output $(OUTPUT)
 
 .PHONY: help
@@ -34,7 +41,7 @@ binaries: ## build the pinned upstream binaries (cached by pin) and strandlab's 
 	@$(GO) build -o $(BIN)/strandlab ./tools/strandlab
 
 .PHONY: e2e
-e2e: binaries ## run SCENARIO on a local cluster and write the report (vars: SCENARIO BUILDS PROVIDER CYCLES SEED KEEP)
+e2e: binaries ## run SCENARIO on a local cluster and write the report (vars: SCENARIO BUILDS PROVIDER CYCLES SEED KEEP CHECK RUN_ID_SUFFIX)
 	@$(BIN)/strandlab run $(RUN_FLAGS)
 
 .PHONY: soak

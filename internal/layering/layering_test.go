@@ -28,6 +28,8 @@ var rules = []struct {
 		[]string{"k8s.io/client-go", "github.com/prometheus/", "gonum.org/"}},
 	{"internal/cluster", "the provider seam carries specs and results, not the components' code",
 		[]string{module + "internal/proxy", module + "internal/extender", module + "internal/cluster/", "github.com/prometheus/", "gonum.org/"}},
+	{"internal/shards", "the shard matrix is pure: a count and a seed in, the matrix out",
+		[]string{"k8s.io/", "sigs.k8s.io/", "github.com/", "gonum.org/", "google.golang.org/", module}},
 	{"internal/report", "the report is the JSON contract plus renderers",
 		[]string{"k8s.io/client-go", module + "internal/churn", module + "internal/cluster", module + "internal/proxy", module + "internal/runner", "github.com/prometheus/"}},
 }

@@ -45,6 +45,13 @@ type MergeOptions struct {
 	AllowPartial bool
 	// Now names the merged report (MergeRunID); zero means time.Now().
 	Now time.Time
+	// Expect, when set, holds each pooled build to the scenario's band
+	// (`strandlab merge --scenario`): it returns the build's unmet bounds,
+	// and ok false for a build the scenario has no band for. The pooled
+	// builds' expectation is then its result. Without it the runs'
+	// expectations are dropped (each belongs to its run), with a note. A
+	// function, not the scenario: the report does not read scenario files.
+	Expect func(Build) (unmet []string, ok bool)
 }
 
 // RunID is the id (and directory name) of a run of scenario started at
@@ -139,12 +146,22 @@ func Merge(inputs []MergeInput, opts MergeOptions) (*Report, error) {
 	if len(partial) > 0 {
 		notes = append(notes, "partial reports pooled (their figures cover the cycles they ran): "+strings.Join(partial, ", "))
 	}
+	checked := false
 	for _, name := range order {
 		b, n := pools[name].build()
+		if opts.Expect != nil {
+			if unmet, ok := opts.Expect(b); ok {
+				b.Expectation = &Expectation{Met: len(unmet) == 0, Unmet: unmet}
+				checked = true
+			}
+		}
 		out.Builds = append(out.Builds, b)
 		notes = append(notes, n...)
 	}
-	if expectations {
+	switch {
+	case checked:
+		notes = append(notes, "expectation: the scenario's expect band held to the pooled counts; each run's own is in its report")
+	case expectations:
 		notes = append(notes, "expectation: not carried over; each run's expect band is checked in its own report")
 	}
 	out.Notes = notes

@@ -149,6 +149,57 @@ func TestMergePoolsCounts(t *testing.T) {
 	}
 }
 
+// MergeOptions.Expect: the pooled builds are held to the bands it gives,
+// and a build it has no band for gets none.
+func TestMergeExpect(t *testing.T) {
+	tests := []struct {
+		name       string
+		expect     func(Build) ([]string, bool)
+		wantStock  *Expectation
+		wantFix    *Expectation
+		wantNoteOf string // prefix of the expectation note
+	}{
+		{name: "no bands: the runs' expectations are dropped", wantNoteOf: "expectation: not carried over"},
+		{name: "pooled counts held to the bands",
+			expect: func(b Build) ([]string, bool) {
+				if b.Name == "stock" {
+					// stock pooled 3 of 2000: what the callback sees is the pool.
+					if b.Stranded != 3 || b.Cycles != 2000 {
+						return []string{fmt.Sprintf("saw %d/%d", b.Stranded, b.Cycles)}, true
+					}
+					return nil, true
+				}
+				return []string{"stranded = 0, expected at least 1"}, true
+			},
+			wantStock: &Expectation{Met: true}, wantFix: &Expectation{Met: false, Unmet: []string{"stranded = 0, expected at least 1"}},
+			wantNoteOf: "expectation: the scenario's expect band held to the pooled counts"},
+		{name: "a build without a band has no expectation",
+			expect:     func(b Build) ([]string, bool) { return nil, b.Name == "fix" },
+			wantFix:    &Expectation{Met: true},
+			wantNoteOf: "expectation: the scenario's expect band held to the pooled counts"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Merge(twoRuns(), MergeOptions{Expect: tc.expect})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !equal(m.Builds[0].Expectation, tc.wantStock) || !equal(m.Builds[1].Expectation, tc.wantFix) {
+				t.Errorf("expectations stock %+v fix %+v, want %+v and %+v", m.Builds[0].Expectation, m.Builds[1].Expectation, tc.wantStock, tc.wantFix)
+			}
+			var notes []string
+			for _, n := range m.Notes {
+				if strings.HasPrefix(n, "expectation:") {
+					notes = append(notes, n)
+				}
+			}
+			if len(notes) != 1 || !strings.HasPrefix(notes[0], tc.wantNoteOf) {
+				t.Errorf("expectation notes %q, want one starting %q", notes, tc.wantNoteOf)
+			}
+		})
+	}
+}
+
 func equal(a, b any) bool {
 	ja, _ := json.Marshal(a)
 	jb, _ := json.Marshal(b)

@@ -12,8 +12,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
-	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -51,6 +51,25 @@ type Options struct {
 	Providers *cluster.Registry
 	// Progress receives human progress lines (stderr).
 	Progress io.Writer
+	// RunIDSuffix (--run-id-suffix) is appended to the run id:
+	// <time>-<scenario>-<suffix>. Shards of one scenario started on several
+	// machines in the same second would otherwise get the same run id, and
+	// `strandlab merge` refuses a run id twice (docs/ci.md). "" adds none.
+	RunIDSuffix string
+}
+
+// runIDSuffix is what --run-id-suffix accepts: it ends the report
+// directory's name, so a DNS label like the scenario names.
+var runIDSuffix = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,38}[a-z0-9])?$`)
+
+// runIDOf is the id (and directory name) of a run of the scenario named name
+// started at now, with suffix appended when there is one.
+func runIDOf(now time.Time, name, suffix string) string {
+	id := report.RunID(now, name)
+	if suffix != "" {
+		id += "-" + suffix
+	}
+	return id
 }
 
 // Prepare loads and validates everything a run needs before any cluster
@@ -62,7 +81,10 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 		return nil, err
 	}
 	if sc.Name == "" {
-		sc.Name = strings.TrimSuffix(filepath.Base(opts.ScenarioPath), filepath.Ext(opts.ScenarioPath))
+		sc.Name = scenario.DefaultName(opts.ScenarioPath)
+	}
+	if s := opts.RunIDSuffix; s != "" && !runIDSuffix.MatchString(s) {
+		return nil, fmt.Errorf("--run-id-suffix: %q is not a DNS label of at most 40 characters (lower-case letters, digits, '-')", s)
 	}
 	if opts.Provider != "" {
 		sc.Cluster.Provider = opts.Provider
@@ -102,7 +124,7 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 // Run executes the scenario and returns the report directory. The report is
 // written (marked partial) even when the run is interrupted or fails midway.
 func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, error) {
-	runID := report.RunID(time.Now(), sc.Name)
+	runID := runIDOf(time.Now(), sc.Name, opts.RunIDSuffix)
 	reportDir := filepath.Join(opts.OutputDir, "reports", runID)
 	latest := filepath.Join(opts.OutputDir, "reports", "latest")
 	rep := &report.Report{
@@ -286,7 +308,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 
 // outcomeOf is what a band checks of a build.
 func outcomeOf(b report.Build, res cycle.Result) scenario.Outcome {
-	o := scenario.Outcome{Stranded: b.Stranded, SafetyViolations: b.SafetyViolations, CyclesNotRunning: b.CyclesNotRunning}
+	o := scenario.Outcome{Cycles: b.Cycles, Stranded: b.Stranded, SafetyViolations: b.SafetyViolations, CyclesNotRunning: b.CyclesNotRunning}
 	for _, c := range res.Cycles {
 		if c.Index == 0 {
 			o.FirstCycle = string(c.Outcome)

@@ -76,6 +76,11 @@ func TestPrepare(t *testing.T) {
 			want: `builds[0]:`},
 		{name: "a bad override", scenario: minimal, opts: Options{Cycles: 2_000_000},
 			want: "churn.cycles: 2000000 out of range"},
+		{name: "a run id suffix", scenario: minimal, opts: Options{Cycles: -1, RunIDSuffix: "shard-3"}},
+		{name: "a run id suffix that cannot end a directory name", scenario: minimal, opts: Options{Cycles: -1, RunIDSuffix: "../x"},
+			want: `--run-id-suffix: "../x" is not a DNS label`},
+		{name: "a run id suffix too long", scenario: minimal, opts: Options{Cycles: -1, RunIDSuffix: strings.Repeat("a", 41)},
+			want: `--run-id-suffix:`},
 		{name: "a bad scenario field", scenario: minimal + "proxy: {rules: [{resource: nodes, predicate: volumesDetached}]}\n", opts: Options{Cycles: -1},
 			want: `proxy.rules[0].predicate: "volumesDetached" is not`},
 	}
@@ -145,9 +150,22 @@ func TestProxyProfile(t *testing.T) {
 
 func TestOutcomeOf(t *testing.T) {
 	res := cycle.Result{Cycles: []cycle.Cycle{{Index: 1, Outcome: cycle.Running}, {Index: 0, Outcome: cycle.Stranded}, {Index: 2, Outcome: cycle.TimedOut}}}
-	b := report.Build{Stranded: 1, SafetyViolations: 2, CyclesNotRunning: 1}
+	b := report.Build{Cycles: 3, Stranded: 1, SafetyViolations: 2, CyclesNotRunning: 1}
 	got := outcomeOf(b, res)
-	if got != (scenario.Outcome{Stranded: 1, SafetyViolations: 2, CyclesNotRunning: 1, FirstCycle: "stranded"}) {
+	if got != (scenario.Outcome{Cycles: 3, Stranded: 1, SafetyViolations: 2, CyclesNotRunning: 1, FirstCycle: "stranded"}) {
 		t.Errorf("outcomeOf = %+v", got)
+	}
+}
+
+func TestRunIDOf(t *testing.T) {
+	now := time.Date(2026, 11, 30, 6, 13, 47, 0, time.UTC)
+	tests := []struct{ name, suffix, want string }{
+		{"soak", "", "20261130-061347-soak"},
+		{"soak", "shard-3", "20261130-061347-soak-shard-3"},
+	}
+	for _, tc := range tests {
+		if got := runIDOf(now, tc.name, tc.suffix); got != tc.want {
+			t.Errorf("runIDOf(%q, %q) = %q, want %q", tc.name, tc.suffix, got, tc.want)
+		}
 	}
 }

@@ -9,9 +9,11 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"reflect"
 	"regexp"
 	"sort"
+	"strings"
 	"time"
 
 	"sigs.k8s.io/yaml"
@@ -36,8 +38,9 @@ type Scenario struct {
 	// Builds are the controller builds to compare; default [stock].
 	Builds []string `json:"builds,omitempty"`
 	// Expect is the outcome band per build (key: build name, or "*" for
-	// builds not named) that CI smoke checks hold a run to
-	// (`strandlab run --check`); it never changes what is measured.
+	// builds not named) that CI holds a run to (`strandlab run --check`)
+	// and a pool of runs (`strandlab merge --check`, Band.Pooled); it
+	// never changes what is measured.
 	Expect map[string]Band `json:"expect,omitempty"`
 }
 
@@ -47,6 +50,12 @@ type Band struct {
 	SafetyViolations Range `json:"safetyViolations,omitempty"`
 	// CyclesNotRunning: cycles that ended neither Running nor stranded.
 	CyclesNotRunning Range `json:"cyclesNotRunning,omitempty"`
+	// StrandedRate bounds stranded cycles per cycle run (the report's
+	// stranded_rate). A count band cannot say "the reproduction still
+	// works" for runs of any length; a rate band can, and it is what the
+	// nightly holds stock's pooled shards to (`strandlab merge --check`,
+	// docs/ci.md).
+	StrandedRate RateRange `json:"strandedRate,omitzero"`
 	// FirstCycle: "stranded" or "running" — how cycle 0 must end.
 	FirstCycle string `json:"firstCycle,omitempty"`
 }
@@ -55,6 +64,13 @@ type Band struct {
 type Range struct {
 	Min *int `json:"min,omitempty"`
 	Max *int `json:"max,omitempty"`
+}
+
+// RateRange is an inclusive [min, max] on a proportion in [0, 1]; nil
+// bounds are open.
+type RateRange struct {
+	Min *float64 `json:"min,omitempty"`
+	Max *float64 `json:"max,omitempty"`
 }
 
 // Cluster is the topology.
@@ -301,10 +317,36 @@ func (b Band) validate(path string) error {
 			return fmt.Errorf("%s.%s.max: %d is below min %d", path, field, *r.Max, *r.Min)
 		}
 	}
+	r := b.StrandedRate
+	for _, bound := range []struct {
+		name string
+		v    *float64
+	}{{"min", r.Min}, {"max", r.Max}} {
+		// Written so that NaN fails too.
+		if bound.v != nil && !(*bound.v >= 0 && *bound.v <= 1) {
+			return fmt.Errorf("%s.strandedRate.%s: %v out of range [0, 1]", path, bound.name, *bound.v)
+		}
+	}
+	if r.Min != nil && r.Max != nil && *r.Max < *r.Min {
+		return fmt.Errorf("%s.strandedRate.max: %v is below min %v", path, *r.Max, *r.Min)
+	}
 	if f := b.FirstCycle; f != "" && f != "stranded" && f != "running" {
 		return fmt.Errorf("%s.firstCycle: %q is not stranded or running", path, f)
 	}
 	return nil
+}
+
+// Pooled is the band as it applies to a report pooled from several runs
+// (`strandlab merge --scenario`): every bound but firstCycle, which is
+// about one run's cycle 0 and has no meaning for a pool of runs (each run
+// has its own; `strandlab run --check` checks it). dropped names what was
+// left out, for the user to be told.
+func (b Band) Pooled() (pooled Band, dropped []string) {
+	if b.FirstCycle != "" {
+		dropped = append(dropped, "firstCycle")
+		b.FirstCycle = ""
+	}
+	return b, dropped
 }
 
 // BandFor is the expected band of build (its own, else "*"), if any.
@@ -363,6 +405,8 @@ func (p *Proxy) Profile(seed int64) fault.Profile {
 
 // Outcome is what a build measured, as a band checks it.
 type Outcome struct {
+	// Cycles run: the denominator of the stranded rate.
+	Cycles                                       int
 	Stranded, SafetyViolations, CyclesNotRunning int
 	// FirstCycle: how cycle 0 ended ("stranded", "running", ...; "" if none).
 	FirstCycle string
@@ -383,8 +427,38 @@ func (b Band) Check(o Outcome) []string {
 			unmet = append(unmet, fmt.Sprintf("%s = %d, expected at most %d", c.name, c.got, *c.r.Max))
 		}
 	}
+	unmet = append(unmet, b.StrandedRate.check(o)...)
 	if b.FirstCycle != "" && o.FirstCycle != b.FirstCycle {
 		unmet = append(unmet, fmt.Sprintf("firstCycle = %q, expected %q", o.FirstCycle, b.FirstCycle))
 	}
 	return unmet
+}
+
+// check holds the stranded rate of o to r. A build that ran no cycle has no
+// rate, which meets no bound: a run that measured nothing must not pass a
+// check that it still reproduces (or never strands).
+func (r RateRange) check(o Outcome) []string {
+	if r.Min == nil && r.Max == nil {
+		return nil
+	}
+	if o.Cycles <= 0 {
+		return []string{"strandedRate: no cycles run, no rate to check"}
+	}
+	rate := float64(o.Stranded) / float64(o.Cycles)
+	var unmet []string
+	if r.Min != nil && rate < *r.Min {
+		unmet = append(unmet, fmt.Sprintf("strandedRate = %.6g (%d/%d), expected at least %v", rate, o.Stranded, o.Cycles, *r.Min))
+	}
+	if r.Max != nil && rate > *r.Max {
+		unmet = append(unmet, fmt.Sprintf("strandedRate = %.6g (%d/%d), expected at most %v", rate, o.Stranded, o.Cycles, *r.Max))
+	}
+	return unmet
+}
+
+// DefaultName is the name of a scenario loaded from path whose file has no
+// name: the file's base name without its extension. Reports carry it
+// (report.json's "scenario"), so whatever matches a scenario file with its
+// reports (`strandlab merge --scenario`) must name it the way a run does.
+func DefaultName(path string) string {
+	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 }

@@ -75,6 +75,11 @@ func TestParseRejectsBadInputNamingTheField(t *testing.T) {
 		{"unknown band field", valid + "expect: {stock: {strandd: {min: 1}}}\n", "expect.stock.strandd: unknown field"},
 		{"band max below min", valid + "expect: {stock: {stranded: {min: 2, max: 1}}}\n", "expect.stock.stranded.max"},
 		{"bad first-cycle outcome", valid + "expect: {'*': {firstCycle: maybe}}\n", "expect.*.firstCycle"},
+		{"stranded rate min negative", valid + "expect: {stock: {strandedRate: {min: -0.1}}}\n", "expect.stock.strandedRate.min: -0.1 out of range [0, 1]"},
+		{"stranded rate max above 1", valid + "expect: {fix: {strandedRate: {max: 1.5}}}\n", "expect.fix.strandedRate.max: 1.5 out of range [0, 1]"},
+		{"stranded rate max below min", valid + "expect: {stock: {strandedRate: {min: 0.01, max: 0.001}}}\n", "expect.stock.strandedRate.max: 0.001 is below min 0.01"},
+		{"stranded rate not a number", valid + "expect: {stock: {strandedRate: {min: often}}}\n", "strandedRate.min"},
+		{"unknown stranded rate field", valid + "expect: {stock: {strandedRate: {mean: 0.1}}}\n", "expect.stock.strandedRate.mean: unknown field"},
 		{"unknown latency field", valid + "scheduling: {pinning: sticky, extenderLatency: {fixd: 1s}}\n", "scheduling.extenderLatency.fixd: unknown field"},
 		{"proxy rule without a resource", valid + "proxy: {rules: [{delay: {fixed: 1s}}]}\n", "proxy.rules[0].resource: required"},
 		{"proxy rule with a bad event type", valid + "proxy: {rules: [{resource: nodes, eventTypes: [CHANGED]}]}\n", `proxy.rules[0].eventTypes: "CHANGED" is not`},
@@ -140,5 +145,112 @@ func TestBandCheck(t *testing.T) {
 				t.Errorf("Check(%+v) = %q, want %d unmet", tc.o, got, tc.unmet)
 			}
 		})
+	}
+}
+
+func TestStrandedRateBandParses(t *testing.T) {
+	tests := []struct {
+		name     string
+		band     string
+		min, max *float64
+	}{
+		{"both bounds", "{min: 0.0002, max: 0.01}", ptr(0.0002), ptr(0.01)},
+		{"min only", "{min: 0.0002}", ptr(0.0002), nil},
+		{"max only", "{max: 0}", nil, ptr(0.0)},
+		{"the whole range", "{min: 0, max: 1}", ptr(0.0), ptr(1.0)},
+		{"a point", "{min: 0.5, max: 0.5}", ptr(0.5), ptr(0.5)},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse([]byte(valid + "expect: {stock: {strandedRate: " + tc.band + "}}\n"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := s.Expect["stock"].StrandedRate
+			if !equalPtr(r.Min, tc.min) || !equalPtr(r.Max, tc.max) {
+				t.Errorf("strandedRate %v, want min %v max %v", r, tc.min, tc.max)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func equalPtr(a, b *float64) bool {
+	return (a == nil && b == nil) || (a != nil && b != nil && *a == *b)
+}
+
+// The nightly's check (docs/ci.md): fix must not strand nor violate safety,
+// stock's rate must stay inside its band.
+func TestBandCheckStrandedRate(t *testing.T) {
+	zero := 0
+	stock := Band{StrandedRate: RateRange{Min: ptr(0.0002), Max: ptr(0.01)}}
+	fix := Band{Stranded: Range{Max: &zero}, SafetyViolations: Range{Max: &zero}}
+	tests := []struct {
+		name string
+		band Band
+		o    Outcome
+		want []string // the unmet lines, in order
+	}{
+		{"stock inside the band", stock, Outcome{Cycles: 20000, Stranded: 20}, nil},
+		{"stock on the lower bound", stock, Outcome{Cycles: 20000, Stranded: 4}, nil},
+		{"stock on the upper bound", stock, Outcome{Cycles: 20000, Stranded: 200}, nil},
+		{"stock below the band: the reproduction is lost", stock, Outcome{Cycles: 20000, Stranded: 3},
+			[]string{"strandedRate = 0.00015 (3/20000), expected at least 0.0002"}},
+		{"stock never strands", stock, Outcome{Cycles: 20000},
+			[]string{"strandedRate = 0 (0/20000), expected at least 0.0002"}},
+		{"stock above the band", stock, Outcome{Cycles: 20000, Stranded: 201},
+			[]string{"strandedRate = 0.01005 (201/20000), expected at most 0.01"}},
+		{"no cycles: no rate", stock, Outcome{}, []string{"strandedRate: no cycles run, no rate to check"}},
+		{"fix clean", fix, Outcome{Cycles: 20000}, nil},
+		{"fix strands", fix, Outcome{Cycles: 20000, Stranded: 1}, []string{"stranded = 1, expected at most 0"}},
+		{"fix has a safety violation", fix, Outcome{Cycles: 20000, SafetyViolations: 2}, []string{"safetyViolations = 2, expected at most 0"}},
+		{"fix strands and violates safety", fix, Outcome{Cycles: 20000, Stranded: 1, SafetyViolations: 1},
+			[]string{"stranded = 1, expected at most 0", "safetyViolations = 1, expected at most 0"}},
+		{"no rate band: no cycles is fine", fix, Outcome{}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := tc.band.Check(tc.o)
+			if strings.Join(got, "\n") != strings.Join(tc.want, "\n") {
+				t.Errorf("Check(%+v) = %q, want %q", tc.o, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestBandPooled(t *testing.T) {
+	one := 1
+	tests := []struct {
+		name        string
+		band        Band
+		wantDropped []string
+	}{
+		{"firstCycle is about one run", Band{Stranded: Range{Min: &one}, FirstCycle: "stranded"}, []string{"firstCycle"}},
+		{"counts and rates pool", Band{Stranded: Range{Min: &one}, StrandedRate: RateRange{Min: ptr(0.001)}}, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			pooled, dropped := tc.band.Pooled()
+			if strings.Join(dropped, ",") != strings.Join(tc.wantDropped, ",") {
+				t.Errorf("dropped %q, want %q", dropped, tc.wantDropped)
+			}
+			if pooled.FirstCycle != "" || pooled.Stranded != tc.band.Stranded || pooled.StrandedRate != tc.band.StrandedRate {
+				t.Errorf("pooled %+v from %+v", pooled, tc.band)
+			}
+		})
+	}
+}
+
+func TestDefaultName(t *testing.T) {
+	for path, want := range map[string]string{
+		"scenarios/soak.yaml":    "soak",
+		"/x/seed-122413.yml":     "seed-122413",
+		"scenarios/no-extension": "no-extension",
+		"../a.b/control.yaml":    "control",
+	} {
+		if got := DefaultName(path); got != want {
+			t.Errorf("DefaultName(%q) = %q, want %q", path, got, want)
+		}
 	}
 }

@@ -3,6 +3,7 @@
 //	strandlab run --scenario scenarios/seed-122413.yaml,scenarios/control.yaml
 //	strandlab down /tmp/strandlab-smoke-stock-123
 //	strandlab merge _output/reports/<run-a> _output/reports/<run-b>
+//	strandlab shards --shards 8
 package main
 
 import (
@@ -47,7 +48,7 @@ func execute() int {
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
-	root.AddCommand(runCommand(), downCommand(), validateCommand(), kcmCommand(), mergeCommand(), planCommand())
+	root.AddCommand(runCommand(), downCommand(), validateCommand(), kcmCommand(), mergeCommand(), planCommand(), shardsCommand())
 	err := root.Execute()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "strandlab:", err)
@@ -80,7 +81,8 @@ func exitCode(err error) int {
 }
 
 // exitUnmet is returned by `run --check` when a build's outcome is outside
-// its scenario's expected band.
+// its scenario's expected band, and by `merge --check` when a pooled build's
+// is.
 const exitUnmet = 3
 
 func runCommand() *cobra.Command {
@@ -184,6 +186,7 @@ failed (a report.json that cannot be read back included).`,
 	f.BoolVar(&opts.Keep, "keep", false, "leave the (last) cluster running and print its kubeconfig path")
 	f.BoolVar(&check, "check", false, "exit 3 when a build's outcome is outside the scenario's expect band (CI smoke checks)")
 	f.StringVar(&opts.OutputDir, "output", "_output", "output directory (relative to the repository root)")
+	f.StringVar(&opts.RunIDSuffix, "run-id-suffix", "", "append -SUFFIX to the run id (and report directory): shards of one scenario run in the same second stay distinct for strandlab merge")
 	return cmd
 }
 

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -11,16 +12,14 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/scenario"
 	"github.com/strandlab/strandlab/internal/upstream"
 )
 
 // mergeCommand is `strandlab merge`: reports of one scenario pooled into one
 // (internal/report/merge.go, docs/report.md "Merged reports").
 func mergeCommand() *cobra.Command {
-	var (
-		output       string
-		allowPartial bool
-	)
+	var o mergeOptions
 	cmd := &cobra.Command{
 		Use:   "merge REPORT_DIR...",
 		Short: "Pool reports of one scenario and the same builds across runs, seeds and machines",
@@ -34,22 +33,46 @@ Refused, with nothing written (exit 1): reports of different scenarios,
 providers, Kubernetes or component versions, a build whose provenance
 differs between two reports, a run given twice, and an interrupted or
 incomplete report unless --allow-partial. The merged report.json's path is
-printed last.`,
-		Example: `  strandlab merge _output/reports/20261130-061347-seed-122413 _output/reports/20261130-061721-seed-122413`,
-		Args:    cobra.MinimumNArgs(2),
+printed last.
+
+Reports do not carry their scenario's expect bands: with --scenario FILE
+(the scenario the reports ran; refused, exit 1, when its name is not the
+reports') each pooled build is held to its band, the result is written into
+the merged report (builds[].expectation, compare.md's verdicts) and unmet
+bounds are printed. firstCycle, a bound on one run's cycle 0, is not checked
+on a pool. With --check (which needs --scenario) an unmet band exits 3, as
+run --check does; the merged report is written and its path printed all the
+same.`,
+		Example: `  strandlab merge _output/reports/20261130-061347-seed-122413 _output/reports/20261130-061721-seed-122413
+  strandlab merge --check --scenario scenarios/soak.yaml shards/*/`,
+		Args: cobra.MinimumNArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			out, err := outputDir(output)
+			out, err := outputDir(o.output)
 			if err != nil {
 				return err
 			}
-			_, err = mergeReports(args, out, allowPartial, time.Now(), os.Stdout, os.Stderr)
+			o.output, o.now = out, time.Now()
+			_, err = mergeReports(args, o, os.Stdout, os.Stderr)
 			return err
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&output, "output", "_output", "output directory (relative to the repository root)")
-	f.BoolVar(&allowPartial, "allow-partial", false, "pool interrupted or incomplete reports too")
+	f.StringVar(&o.output, "output", "_output", "output directory (relative to the repository root)")
+	f.BoolVar(&o.allowPartial, "allow-partial", false, "pool interrupted or incomplete reports too")
+	f.StringVar(&o.scenario, "scenario", "", "scenario file the reports ran: hold the pooled builds to its expect bands")
+	f.BoolVar(&o.check, "check", false, "exit 3 when a pooled build is outside the scenario's expect band (needs --scenario)")
 	return cmd
+}
+
+// mergeOptions are merge's flags; output is an absolute directory.
+type mergeOptions struct {
+	output       string
+	allowPartial bool
+	// scenario is the scenario file whose expect bands the pooled builds
+	// are held to ("": none); check turns an unmet band into exit 3.
+	scenario string
+	check    bool
+	now      time.Time
 }
 
 // outputDir resolves --output as run does: a relative path is relative to
@@ -71,9 +94,24 @@ func outputDir(dir string) (string, error) {
 
 // mergeReports merges the reports at paths, writes the merged report under
 // output/reports/<run-id>/ (and reports/latest/) and prints its report.json
-// path to stdout as the last line; the builds' table and the notes go to
-// stderr. A refusal writes nothing.
-func mergeReports(paths []string, output string, allowPartial bool, now time.Time, stdout, stderr io.Writer) (string, error) {
+// path to stdout as the last line; the builds' table, the notes and the
+// unmet expectations go to stderr. A refusal writes nothing. An unmet
+// expectation with o.check is an exitUnmet error returned with the path of
+// the report, which is written: CI shows the pool that failed its check.
+func mergeReports(paths []string, o mergeOptions, stdout, stderr io.Writer) (string, error) {
+	if o.check && o.scenario == "" {
+		return "", errors.New("--check: needs --scenario FILE: reports do not carry their scenario's expect bands")
+	}
+	var sc *scenario.Scenario
+	if o.scenario != "" {
+		var err error
+		if sc, err = scenario.Load(o.scenario); err != nil {
+			return "", fmt.Errorf("--scenario: %w", err)
+		}
+		if sc.Name == "" {
+			sc.Name = scenario.DefaultName(o.scenario)
+		}
+	}
 	inputs := make([]report.MergeInput, len(paths))
 	for i, p := range paths {
 		in, err := report.ReadMergeInput(p)
@@ -82,12 +120,19 @@ func mergeReports(paths []string, output string, allowPartial bool, now time.Tim
 		}
 		inputs[i] = in
 	}
-	rep, err := report.Merge(inputs, report.MergeOptions{AllowPartial: allowPartial, Now: now})
+	opts := report.MergeOptions{AllowPartial: o.allowPartial, Now: o.now}
+	if sc != nil {
+		opts.Expect = pooledExpectation(sc, stderr)
+	}
+	rep, err := report.Merge(inputs, opts)
 	if err != nil {
 		return "", err
 	}
-	dir := filepath.Join(output, "reports", rep.RunID)
-	if err := report.Write(rep, dir, filepath.Join(output, "reports", "latest")); err != nil {
+	if sc != nil && sc.Name != rep.Scenario {
+		return "", fmt.Errorf("--scenario: %s is scenario %q, the reports are of %q", o.scenario, sc.Name, rep.Scenario)
+	}
+	dir := filepath.Join(o.output, "reports", rep.RunID)
+	if err := report.Write(rep, dir, filepath.Join(o.output, "reports", "latest")); err != nil {
 		return "", fmt.Errorf("write the merged report: %w", err)
 	}
 	fmt.Fprintf(stderr, "%s: %d runs pooled (seeds %s)\n%s", rep.Scenario, len(rep.MergedFrom), seedList(rep.Seeds), report.Table(rep))
@@ -95,8 +140,29 @@ func mergeReports(paths []string, output string, allowPartial bool, now time.Tim
 		fmt.Fprintln(stderr, "note:", n)
 	}
 	path := filepath.Join(dir, "report.json")
+	// The check reads the report back, as run --check does: what is
+	// checked is what was written.
+	checkErr := checkReports([]string{path}, o.check, stderr)
 	fmt.Fprintln(stdout, path)
-	return path, nil
+	return path, checkErr
+}
+
+// pooledExpectation holds a pooled build to sc's band for it, without the
+// bounds that are about one run (scenario.Band.Pooled), and says on w which
+// were left out.
+func pooledExpectation(sc *scenario.Scenario, w io.Writer) func(report.Build) ([]string, bool) {
+	return func(b report.Build) ([]string, bool) {
+		band, ok := sc.BandFor(b.Name)
+		if !ok {
+			return nil, false
+		}
+		band, dropped := band.Pooled()
+		for _, d := range dropped {
+			fmt.Fprintf(w, "note: %s/%s: %s is a bound on one run, not checked on a pool (run --check checks it)\n", sc.Name, b.Name, d)
+		}
+		return band.Check(scenario.Outcome{Cycles: b.Cycles, Stranded: b.Stranded, SafetyViolations: b.SafetyViolations,
+			CyclesNotRunning: b.CyclesNotRunning}), true
+	}
 }
 
 func seedList(seeds []int64) string {

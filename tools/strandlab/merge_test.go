@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -64,7 +65,7 @@ func TestMergeCommand(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			output := filepath.Join(t.TempDir(), "_output")
 			var stdout, stderr bytes.Buffer
-			path, err := mergeReports(tc.args, output, tc.allowPartial, now, &stdout, &stderr)
+			path, err := mergeReports(tc.args, mergeOptions{output: output, allowPartial: tc.allowPartial, now: now}, &stdout, &stderr)
 			if tc.wantErr != "" {
 				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -107,5 +108,196 @@ func TestMergeCommand(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// counts are one build's outcome in a shard's report.
+type counts struct{ stranded, safety int }
+
+// writeShardReport writes the report of one shard of scenario, 1,000 cycles
+// per build, as a run writes it, and returns its directory.
+func writeShardReport(t *testing.T, runID, scenario string, seed int64, stock, fix counts) string {
+	t.Helper()
+	build := func(name string, prov provenance.ControllerBuild, c counts) report.Build {
+		b := report.Build{Name: name, Provenance: prov, Cycles: 1000, Stranded: c.stranded, SafetyViolations: c.safety,
+			CyclesPerSecond: 10, StrandedRate: float64(c.stranded) / 1000, APIRequestsPerCycle: map[string]float64{},
+			Strandings: []report.Stranding{}}
+		for i := range c.stranded {
+			b.Strandings = append(b.Strandings, report.Stranding{Cycle: 100 * (i + 1), Pod: "ns/web-0"})
+		}
+		return b
+	}
+	r := &report.Report{RunID: runID, Scenario: scenario, Provider: "local", Seed: seed, KubernetesVersion: "v1.37.2",
+		Components: map[string]provenance.Component{"etcd": {Version: "3.7.0"}}, Complete: true,
+		Builds: []report.Build{
+			build("stock", provenance.ControllerBuild{Module: "k8s.io/kubernetes@v1.37.2"}, stock),
+			build("fix", provenance.ControllerBuild{Module: "k8s.io/kubernetes@v1.37.2", Patch: "fix", PatchSHA256: "b24f"}, fix),
+		}}
+	dir := filepath.Join(t.TempDir(), "reports", runID)
+	if err := report.Write(r, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// soakBands is a scenario named soak with the nightly's bands (docs/ci.md).
+const soakBands = `name: soak
+cluster: {nodes: 2}
+workload: {statefulSets: [{name: web, replicas: 2, volumesPerPod: 1}]}
+churn: {cycles: 1000}
+builds: [stock, fix]
+expect:
+  stock: {strandedRate: {min: 0.0002, max: 0.01}}
+  fix: {stranded: {max: 0}, safetyViolations: {max: 0}}
+`
+
+func writeFile(t *testing.T, name, body string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// merge --check holds the pool (not each shard) to the scenario's bands.
+func TestMergeCheck(t *testing.T) {
+	soak := writeFile(t, "soak.yaml", soakBands)
+	// A scenario file without a name is named after the file, as a run names it.
+	unnamed := writeFile(t, "soak.yaml", strings.TrimPrefix(soakBands, "name: soak\n"))
+	other := writeFile(t, "control.yaml", strings.Replace(soakBands, "name: soak", "name: control", 1))
+	seedBands := writeFile(t, "soak.yaml", strings.Replace(soakBands, "stock: {strandedRate: {min: 0.0002, max: 0.01}}", "stock: {firstCycle: stranded, stranded: {min: 1}}", 1))
+	shard := func(i int, stock, fix counts) string {
+		return writeShardReport(t, fmt.Sprintf("20261130-0600%02d-soak-shard-%d", i, i), "soak", int64(i), stock, fix)
+	}
+	now := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+
+	tests := []struct {
+		name      string
+		args      []string
+		scenario  string
+		check     bool
+		wantCode  int
+		wantErr   string // substring of the error
+		wantUnmet []string
+		// wantExpect: stock's and fix's expectation.met in the merged
+		// report; nil when nothing is written or checked.
+		wantExpect *[2]bool
+		wantPrint  string // substring of stderr
+	}{
+		{name: "stock inside its band, fix clean", scenario: soak, check: true,
+			args:       []string{shard(0, counts{2, 0}, counts{}), shard(1, counts{1, 0}, counts{})},
+			wantExpect: &[2]bool{true, true}},
+		{name: "a shard alone outside the band, the pool inside it", scenario: soak, check: true,
+			args:       []string{shard(0, counts{0, 0}, counts{}), shard(1, counts{4, 0}, counts{})},
+			wantExpect: &[2]bool{true, true}},
+		{name: "stock never strands: the reproduction is lost", scenario: soak, check: true,
+			args:     []string{shard(0, counts{}, counts{}), shard(1, counts{}, counts{})},
+			wantCode: exitUnmet, wantErr: "1 expectation(s) not met",
+			wantUnmet: []string{"soak/stock: strandedRate = 0 (0/2000), expected at least 0.0002"}, wantExpect: &[2]bool{false, true}},
+		{name: "stock above the band", scenario: soak, check: true,
+			args:      []string{shard(0, counts{20, 0}, counts{}), shard(1, counts{15, 0}, counts{})},
+			wantCode:  exitUnmet,
+			wantUnmet: []string{"soak/stock: strandedRate = 0.0175 (35/2000), expected at most 0.01"}, wantExpect: &[2]bool{false, true}},
+		{name: "fix strands", scenario: soak, check: true,
+			args:      []string{shard(0, counts{2, 0}, counts{}), shard(1, counts{1, 0}, counts{1, 0})},
+			wantCode:  exitUnmet,
+			wantUnmet: []string{"soak/fix: stranded = 1, expected at most 0"}, wantExpect: &[2]bool{true, false}},
+		{name: "fix has a safety violation", scenario: soak, check: true,
+			args:      []string{shard(0, counts{2, 0}, counts{0, 1}), shard(1, counts{1, 0}, counts{})},
+			wantCode:  exitUnmet,
+			wantUnmet: []string{"soak/fix: safetyViolations = 1, expected at most 0"}, wantExpect: &[2]bool{true, false}},
+		{name: "without --check an unmet band is printed and written, exit 0", scenario: soak,
+			args:      []string{shard(0, counts{2, 0}, counts{1, 0}), shard(1, counts{1, 0}, counts{})},
+			wantUnmet: []string{"soak/fix: stranded = 1, expected at most 0"}, wantExpect: &[2]bool{true, false}},
+		{name: "an unnamed scenario is named after its file", scenario: unnamed, check: true,
+			args:       []string{shard(0, counts{2, 0}, counts{}), shard(1, counts{1, 0}, counts{})},
+			wantExpect: &[2]bool{true, true}},
+		{name: "firstCycle is not checked on a pool, and the user is told", scenario: seedBands, check: true,
+			args:       []string{shard(0, counts{2, 0}, counts{}), shard(1, counts{1, 0}, counts{})},
+			wantExpect: &[2]bool{true, true}, wantPrint: "note: soak/stock: firstCycle is a bound on one run, not checked on a pool"},
+		{name: "--check without --scenario", check: true,
+			args:     []string{shard(0, counts{2, 0}, counts{}), shard(1, counts{1, 0}, counts{})},
+			wantCode: 1, wantErr: "--check: needs --scenario FILE"},
+		{name: "a scenario of another name", scenario: other, check: true,
+			args:     []string{shard(0, counts{2, 0}, counts{}), shard(1, counts{1, 0}, counts{})},
+			wantCode: 1, wantErr: `--scenario: ` + other + ` is scenario "control", the reports are of "soak"`},
+		{name: "a scenario file that does not load", scenario: filepath.Join(t.TempDir(), "nope.yaml"), check: true,
+			args:     []string{shard(0, counts{2, 0}, counts{}), shard(1, counts{1, 0}, counts{})},
+			wantCode: 1, wantErr: "--scenario: scenario:"},
+		{name: "a bad band refuses the scenario", scenario: writeFile(t, "soak.yaml", soakBands+"  '*': {strandedRate: {max: 2}}\n"), check: true,
+			args:     []string{shard(0, counts{2, 0}, counts{}), shard(1, counts{1, 0}, counts{})},
+			wantCode: 1, wantErr: "expect.*.strandedRate.max: 2 out of range [0, 1]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			output := filepath.Join(t.TempDir(), "_output")
+			var stdout, stderr bytes.Buffer
+			path, err := mergeReports(tc.args, mergeOptions{output: output, scenario: tc.scenario, check: tc.check, now: now}, &stdout, &stderr)
+			if code := exitCode(err); code != tc.wantCode {
+				t.Fatalf("exit %d (%v), want %d", code, err, tc.wantCode)
+			}
+			if tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("error %v, want %q", err, tc.wantErr)
+			}
+			for _, u := range tc.wantUnmet {
+				if !strings.Contains(stderr.String(), "expectation not met: "+u) {
+					t.Errorf("stderr does not say %q:\n%s", u, stderr.String())
+				}
+			}
+			if n := strings.Count(stderr.String(), "expectation not met: "); n != len(tc.wantUnmet) {
+				t.Errorf("%d unmet expectations printed, want %d:\n%s", n, len(tc.wantUnmet), stderr.String())
+			}
+			if tc.wantPrint != "" && !strings.Contains(stderr.String(), tc.wantPrint) {
+				t.Errorf("stderr does not say %q:\n%s", tc.wantPrint, stderr.String())
+			}
+			if tc.wantExpect == nil {
+				if _, serr := os.Stat(output); tc.wantCode == 1 && !os.IsNotExist(serr) {
+					t.Errorf("refused merge left %s behind (stat: %v)", output, serr)
+				}
+				return
+			}
+			// The report is written and its path printed last, met or not.
+			lines := strings.Split(strings.TrimRight(stdout.String(), "\n"), "\n")
+			if path == "" || lines[len(lines)-1] != path {
+				t.Fatalf("printed %q, returned %q", stdout.String(), path)
+			}
+			m, rerr := report.Read(path)
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			for i, b := range m.Builds {
+				if b.Expectation == nil || b.Expectation.Met != tc.wantExpect[i] {
+					t.Errorf("%s: expectation %+v, want met %t", b.Name, b.Expectation, tc.wantExpect[i])
+				}
+			}
+			md, rerr := os.ReadFile(filepath.Join(filepath.Dir(path), report.CompareMarkdownFile))
+			if rerr != nil {
+				t.Fatal(rerr)
+			}
+			if want := map[bool]string{true: "expectation met", false: "expectation NOT met"}[tc.wantExpect[0]]; !strings.Contains(string(md), want) {
+				t.Errorf("compare.md does not say %q", want)
+			}
+		})
+	}
+}
+
+// merge without --scenario keeps its behaviour: no expectation in the pool.
+func TestMergeWithoutScenarioDropsExpectations(t *testing.T) {
+	a := writeShardReport(t, "20261130-060000-soak-shard-0", "soak", 0, counts{1, 0}, counts{})
+	b := writeShardReport(t, "20261130-060000-soak-shard-1", "soak", 1, counts{1, 0}, counts{})
+	var stdout, stderr bytes.Buffer
+	path, err := mergeReports([]string{a, b}, mergeOptions{output: filepath.Join(t.TempDir(), "_output"), now: time.Now()}, &stdout, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := report.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range m.Builds {
+		if b.Expectation != nil {
+			t.Errorf("%s: expectation %+v without --scenario", b.Name, b.Expectation)
+		}
 	}
 }
