@@ -75,6 +75,7 @@ func CompareMarkdown(r *Report) string {
 		{"95% CI, rounds as unit", func(x Build) string { return clusteredText(roundsRate(x)) }},
 		{"95% CI, runs as unit", func(x Build) string { return clusteredText(runsRate(x)) }},
 		{"safety violations", func(x Build) string { return fmt.Sprint(x.SafetyViolations) }},
+		{"phantom listings", func(x Build) string { return fmt.Sprint(x.PhantomListings) }},
 		{"cycles not running", func(x Build) string { return fmt.Sprint(x.CyclesNotRunning) }},
 		{"attach-to-running p50 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.AttachToRunningMS.P50)) }},
 		{"attach-to-running p99 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.AttachToRunningMS.P99)) }},

@@ -38,6 +38,8 @@ func twoBuilds() *Report {
 }
 
 func TestCompareMarkdown(t *testing.T) {
+	phantoms := twoBuilds()
+	phantoms.Builds[0].PhantomListings = 4
 	lo3, hi3 := stats.Wilson95(3, 10)
 	_, hi0 := stats.Wilson95(0, 10)
 	interrupted := twoBuilds()
@@ -53,6 +55,11 @@ func TestCompareMarkdown(t *testing.T) {
 		notWant []string
 	}{
 		{
+			name: "phantom listings counted per build",
+			r:    phantoms,
+			want: []string{"| safety violations | 0 | 0 |\n| phantom listings | 4 | 0 |\n"},
+		},
+		{
 			name: "two builds",
 			r:    twoBuilds(),
 			want: []string{
@@ -63,6 +70,7 @@ func TestCompareMarkdown(t *testing.T) {
 				"| stranded | 3 | 0 |",
 				fmt.Sprintf("| stranded rate (95%% CI) | 0.3000 [%.4f, %.4f] | 0.0000 [0.0000, %.4f] |", lo3, hi3, hi0),
 				"| safety violations | 0 | 0 |",
+				"| phantom listings | 0 | 0 |",
 				"| cycles not running | 0 | 0 |",
 				"| attach-to-running p50 (ms) | 850 | 850 |",
 				"| attach-to-running p99 (ms) | 2400 | 2400 |",
