@@ -14,13 +14,14 @@ import (
 )
 
 // writeRunReport writes a run's report directory with report.Write, as a
-// run does, and returns it.
-func writeRunReport(t *testing.T, runID, scenario string, seed int64, complete bool, stockStranded int) string {
+// run does (1,000 cycles per build, stock and fix), and returns it.
+func writeRunReport(t *testing.T, runID, scenario string, seed int64, complete bool, stock, fix counts) string {
 	t.Helper()
-	build := func(name string, prov provenance.ControllerBuild, stranded int) report.Build {
-		b := report.Build{Name: name, Provenance: prov, Cycles: 1000, Stranded: stranded, CyclesPerSecond: 10,
-			StrandedRate: float64(stranded) / 1000, APIRequestsPerCycle: map[string]float64{}, Strandings: []report.Stranding{}}
-		for i := range stranded {
+	build := func(name string, prov provenance.ControllerBuild, c counts) report.Build {
+		b := report.Build{Name: name, Provenance: prov, Cycles: 1000, Stranded: c.stranded, SafetyViolations: c.safety,
+			CyclesPerSecond: 10, StrandedRate: float64(c.stranded) / 1000, APIRequestsPerCycle: map[string]float64{},
+			Strandings: []report.Stranding{}}
+		for i := range c.stranded {
 			b.Strandings = append(b.Strandings, report.Stranding{Cycle: 100 * (i + 1), Pod: "ns/web-0"})
 		}
 		return b
@@ -28,8 +29,8 @@ func writeRunReport(t *testing.T, runID, scenario string, seed int64, complete b
 	r := &report.Report{RunID: runID, Scenario: scenario, Provider: "local", Seed: seed, KubernetesVersion: "v1.37.2",
 		Components: map[string]provenance.Component{"etcd": {Version: "3.7.0"}}, Complete: complete,
 		Builds: []report.Build{
-			build("stock", provenance.ControllerBuild{Module: "k8s.io/kubernetes@v1.37.2"}, stockStranded),
-			build("fix", provenance.ControllerBuild{Module: "k8s.io/kubernetes@v1.37.2", Patch: "fix", PatchSHA256: "b24f"}, 0),
+			build("stock", provenance.ControllerBuild{Module: "k8s.io/kubernetes@v1.37.2"}, stock),
+			build("fix", provenance.ControllerBuild{Module: "k8s.io/kubernetes@v1.37.2", Patch: "fix", PatchSHA256: "b24f"}, fix),
 		}}
 	dir := filepath.Join(t.TempDir(), "reports", runID)
 	if err := report.Write(r, dir, ""); err != nil {
@@ -38,11 +39,14 @@ func writeRunReport(t *testing.T, runID, scenario string, seed int64, complete b
 	return dir
 }
 
+// counts are one build's outcome in a run's report.
+type counts struct{ stranded, safety int }
+
 func TestMergeCommand(t *testing.T) {
-	a := writeRunReport(t, "20261130-061347-seed-122413", "seed-122413", 7, true, 2)
-	b := writeRunReport(t, "20261130-061721-seed-122413", "seed-122413", 3, true, 1)
-	control := writeRunReport(t, "20261130-062000-control", "control", 3, true, 0)
-	partial := writeRunReport(t, "20261130-062100-seed-122413", "seed-122413", 5, false, 1)
+	a := writeRunReport(t, "20261130-061347-seed-122413", "seed-122413", 7, true, counts{stranded: 2}, counts{})
+	b := writeRunReport(t, "20261130-061721-seed-122413", "seed-122413", 3, true, counts{stranded: 1}, counts{})
+	control := writeRunReport(t, "20261130-062000-control", "control", 3, true, counts{stranded: 0}, counts{})
+	partial := writeRunReport(t, "20261130-062100-seed-122413", "seed-122413", 5, false, counts{stranded: 1}, counts{})
 	now := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
 
 	tests := []struct {
@@ -111,33 +115,10 @@ func TestMergeCommand(t *testing.T) {
 	}
 }
 
-// counts are one build's outcome in a shard's report.
-type counts struct{ stranded, safety int }
-
-// writeShardReport writes the report of one shard of scenario, 1,000 cycles
-// per build, as a run writes it, and returns its directory.
+// writeShardReport writes the complete report of one shard of scenario.
 func writeShardReport(t *testing.T, runID, scenario string, seed int64, stock, fix counts) string {
 	t.Helper()
-	build := func(name string, prov provenance.ControllerBuild, c counts) report.Build {
-		b := report.Build{Name: name, Provenance: prov, Cycles: 1000, Stranded: c.stranded, SafetyViolations: c.safety,
-			CyclesPerSecond: 10, StrandedRate: float64(c.stranded) / 1000, APIRequestsPerCycle: map[string]float64{},
-			Strandings: []report.Stranding{}}
-		for i := range c.stranded {
-			b.Strandings = append(b.Strandings, report.Stranding{Cycle: 100 * (i + 1), Pod: "ns/web-0"})
-		}
-		return b
-	}
-	r := &report.Report{RunID: runID, Scenario: scenario, Provider: "local", Seed: seed, KubernetesVersion: "v1.37.2",
-		Components: map[string]provenance.Component{"etcd": {Version: "3.7.0"}}, Complete: true,
-		Builds: []report.Build{
-			build("stock", provenance.ControllerBuild{Module: "k8s.io/kubernetes@v1.37.2"}, stock),
-			build("fix", provenance.ControllerBuild{Module: "k8s.io/kubernetes@v1.37.2", Patch: "fix", PatchSHA256: "b24f"}, fix),
-		}}
-	dir := filepath.Join(t.TempDir(), "reports", runID)
-	if err := report.Write(r, dir, ""); err != nil {
-		t.Fatal(err)
-	}
-	return dir
+	return writeRunReport(t, runID, scenario, seed, true, stock, fix)
 }
 
 // soakBands is a scenario named soak with the nightly's bands (docs/ci.md).
