@@ -51,6 +51,8 @@ soak: ## run the long scenario (scenarios/soak.yaml)
 .PHONY: test
 test: lint binaries ## run all tests: lint, unit tests, e2e-framework suites (local provider; kind too when Docker runs)
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /e2e/kind$$ -e /e2e/kindrun$$)
+	@# kubelet-sim's upstream volume manager (issue 14): a module of its own.
+	cd tools/upstream/kubelet-sim && CGO_ENABLED=0 $(GO) test -trimpath -count=1 ./...
 	@# The kind suites run alone and one after the other (-p 1): their nodes
 	@# would take the CPU the local suites' timings need (2 cores), and two
 	@# kind clusters side by side starve a joining worker. The first run
@@ -63,6 +65,7 @@ test: lint binaries ## run all tests: lint, unit tests, e2e-framework suites (lo
 .PHONY: unit
 unit: ## unit tests only (no cluster)
 	STRANDLAB_UNIT_ONLY=1 $(GO) test -short -count=1 ./...
+	cd tools/upstream/kubelet-sim && CGO_ENABLED=0 $(GO) test -trimpath -short -count=1 ./...
 
 .PHONY: lint
 lint: ## gofmt, go vet, actionlint on the CI workflows, scenario validation
