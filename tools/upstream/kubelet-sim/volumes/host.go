@@ -37,13 +37,7 @@ import (
 // VolumeAttachment lister again for a kubelet host ("We don't run the
 // volumeAttachmentLister in the kubelet context").
 type host struct {
-	nodeName types.NodeName
-	rootDir  string
-	client   kubernetes.Interface
-	recorder record.EventRecorder
-
-	mounter  mount.Interface
-	hostUtil hostutil.HostUtils
+	hostConfig
 
 	// informerFactory holds the CSIDriver informer only; VolumePluginMgr.Run
 	// starts it (as kubelet.NewInitializedVolumePluginMgr sets it up).
@@ -86,8 +80,7 @@ func newHost(c hostConfig, csiFactory, nodeFactory informers.SharedInformerFacto
 	csiDrivers := csiFactory.Storage().V1().CSIDrivers()
 	nodes := nodeFactory.Core().V1().Nodes()
 	return &host{
-		nodeName: c.nodeName, rootDir: c.rootDir, client: c.client, recorder: c.recorder,
-		mounter: c.mounter, hostUtil: c.hostUtil,
+		hostConfig:      c,
 		informerFactory: csiFactory, csiDriverLister: csiDrivers.Lister(), csiDriversSynced: csiDrivers.Informer().HasSynced,
 		nodeLister: nodes.Lister(), nodeFactory: nodeFactory,
 		stop: stop,

@@ -122,22 +122,23 @@ func (s *PodSet) GetPods() []*corev1.Pod {
 // does: a known pod once its termination started; an unknown pod always,
 // since kubelet-sim's pods are "synced" from the start (podsSynced).
 func (s *PodSet) ShouldPodContainersBeTerminating(uid types.UID) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if st, ok := s.pods[uid]; ok {
-		return st.terminating
-	}
-	return true
+	return s.known(uid, func(st *podState) bool { return st.terminating })
 }
 
 // ShouldPodRuntimeBeRemoved implements volumemanager.PodStateProvider as
 // podWorkers.ShouldPodRuntimeBeRemoved does: a known pod once it is
 // terminated; an unknown pod always (podsSynced).
 func (s *PodSet) ShouldPodRuntimeBeRemoved(uid types.UID) bool {
+	return s.known(uid, func(st *podState) bool { return st.terminated })
+}
+
+// known is flag of the pod with uid, or true for a pod the set does not
+// know (podWorkers answers so once its pods are synced).
+func (s *PodSet) known(uid types.UID, flag func(*podState) bool) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if st, ok := s.pods[uid]; ok {
-		return st.terminated
+		return flag(st)
 	}
 	return true
 }
