@@ -80,9 +80,6 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 	if err != nil {
 		return nil, err
 	}
-	if sc.Name == "" {
-		sc.Name = scenario.DefaultName(opts.ScenarioPath)
-	}
 	if s := opts.RunIDSuffix; s != "" && !runIDSuffix.MatchString(s) {
 		return nil, fmt.Errorf("--run-id-suffix: %q is not a DNS label of at most 40 characters (lower-case letters, digits, '-')", s)
 	}

@@ -170,7 +170,8 @@ var (
 	csiDriverName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$`)
 )
 
-// Load reads and validates a scenario file.
+// Load reads and validates a scenario file, naming it after the file when it
+// has no name (DefaultName).
 func Load(path string) (*Scenario, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
@@ -179,6 +180,9 @@ func Load(path string) (*Scenario, error) {
 	s, err := Parse(data)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", path, err)
+	}
+	if s.Name == "" {
+		s.Name = DefaultName(path)
 	}
 	return s, nil
 }
@@ -455,10 +459,9 @@ func (r RateRange) check(o Outcome) []string {
 	return unmet
 }
 
-// DefaultName is the name of a scenario loaded from path whose file has no
-// name: the file's base name without its extension. Reports carry it
-// (report.json's "scenario"), so whatever matches a scenario file with its
-// reports (`strandlab merge --scenario`) must name it the way a run does.
+// DefaultName is the name Load gives a scenario whose file has no name: the
+// file's base name without its extension. Reports carry it (report.json's
+// "scenario"), so a run and `strandlab merge --scenario` name it alike.
 func DefaultName(path string) string {
 	return strings.TrimSuffix(filepath.Base(path), filepath.Ext(path))
 }

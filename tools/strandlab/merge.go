@@ -108,9 +108,6 @@ func mergeReports(paths []string, o mergeOptions, stdout, stderr io.Writer) (str
 		if sc, err = scenario.Load(o.scenario); err != nil {
 			return "", fmt.Errorf("--scenario: %w", err)
 		}
-		if sc.Name == "" {
-			sc.Name = scenario.DefaultName(o.scenario)
-		}
 	}
 	inputs := make([]report.MergeInput, len(paths))
 	for i, p := range paths {
