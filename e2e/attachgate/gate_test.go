@@ -22,7 +22,7 @@ import (
 
 	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/kubeletsim"
+	"github.com/strandlab/strandlab/internal/csinames"
 	"github.com/strandlab/strandlab/internal/workload"
 	"github.com/strandlab/strandlab/manifests"
 )
@@ -90,7 +90,7 @@ func TestPodWaitsForAttachForever(t *testing.T) {
 			}()
 			// The cluster's kubelets record the timeout as kubelets up to
 			// v1.27 did (cluster.Spec.FailedMountOnTimeout; v1.37.2 records
-			// none, see internal/kubeletsim TestMountFailureEvents).
+			// none, see TestMountFailureEvents in tools/upstream/kubelet-sim/node).
 			specName := podVolumeName(pods.Get("db-0"))
 			want := "Unable to attach or mount volumes: unmounted volumes=[" + specName + "], unattached volumes=[" + specName +
 				"], failed to process volumes=[]: timed out waiting for the condition"
@@ -137,7 +137,7 @@ func TestPodWaitsForAttachForever(t *testing.T) {
 			if len(vas.Items) != 0 {
 				t.Errorf("VolumeAttachments exist: %d", len(vas.Items))
 			}
-			if prefix := string(kubeletsim.UniqueVolumeName(manifests.CSIDriverName, "")); !strings.HasPrefix(string(volume), prefix) {
+			if prefix := string(csinames.UniqueVolumeName(manifests.CSIDriverName, "")); !strings.HasPrefix(string(volume), prefix) {
 				t.Errorf("volume in use %q is not a unique name of the form %s<handle>", volume, prefix)
 			}
 			return ctx

@@ -207,6 +207,10 @@ func TestSmokeRunWritesTheReport(t *testing.T) {
 			t.Errorf("component %s missing from the report", c)
 		}
 	}
+	// kubelet-sim's volumes are the kubelet's own code (docs/kubelet-sim.md).
+	if v, want := rep.Components["kubelet-sim"].Version, "volume manager from k8s.io/kubernetes@v1.37.2"; !strings.Contains(v, want) {
+		t.Errorf("component kubelet-sim is %q, want it to name the %s", v, want)
+	}
 	if len(rep.Builds) != 1 || rep.Builds[0].Cycles != 20 || rep.Builds[0].CyclesNotRunning != 0 {
 		t.Fatalf("builds: %+v", rep.Builds)
 	}

@@ -20,7 +20,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/kubeletsim"
+	"github.com/strandlab/strandlab/internal/csinames"
 	"github.com/strandlab/strandlab/internal/workload"
 )
 
@@ -46,8 +46,8 @@ func TestControlPlane(t *testing.T) {
 				t.Fatalf("got %d nodes, want %d", len(nodes.Items), nodeCount)
 			}
 			for _, n := range nodes.Items {
-				if n.Annotations[kubeletsim.ControllerManagedAttachAnnotation] != "true" {
-					t.Errorf("node %s lacks %s=true", n.Name, kubeletsim.ControllerManagedAttachAnnotation)
+				if n.Annotations[csinames.ControllerManagedAttachAnnotation] != "true" {
+					t.Errorf("node %s lacks %s=true", n.Name, csinames.ControllerManagedAttachAnnotation)
 				}
 				ready := false
 				for _, c := range n.Status.Conditions {

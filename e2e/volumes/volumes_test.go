@@ -16,7 +16,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/kubeletsim"
+	"github.com/strandlab/strandlab/internal/csinames"
 	"github.com/strandlab/strandlab/internal/workload"
 	"github.com/strandlab/strandlab/manifests"
 )
@@ -100,11 +100,11 @@ func TestAttachPath(t *testing.T) {
 				if err != nil || pv.Spec.CSI == nil || pv.Annotations["pv.kubernetes.io/provisioned-by"] != manifests.CSIDriverName {
 					t.Fatalf("PV %s not provisioned by the CSI provisioner: %+v %v", pvc.Spec.VolumeName, pv.Annotations, err)
 				}
-				va, err := c.StorageV1().VolumeAttachments().Get(ctx, kubeletsim.VolumeAttachmentName(pv.Spec.CSI.VolumeHandle, manifests.CSIDriverName, pod.Spec.NodeName), metav1.GetOptions{})
+				va, err := c.StorageV1().VolumeAttachments().Get(ctx, csinames.VolumeAttachmentName(pv.Spec.CSI.VolumeHandle, manifests.CSIDriverName, pod.Spec.NodeName), metav1.GetOptions{})
 				if err != nil || !va.Status.Attached || va.Spec.Attacher != manifests.CSIDriverName {
 					t.Fatalf("VolumeAttachment for %s: %+v %v", pod.Name, va, err)
 				}
-				name := kubeletsim.UniqueVolumeName(manifests.CSIDriverName, pv.Spec.CSI.VolumeHandle)
+				name := csinames.UniqueVolumeName(manifests.CSIDriverName, pv.Spec.CSI.VolumeHandle)
 				attached := since(pod.Spec.NodeName, name)
 				running := workload.RunningSince(pod)
 				if attached.IsZero() {

@@ -30,6 +30,8 @@ var rules = []struct {
 		[]string{module + "internal/proxy", module + "internal/extender", module + "internal/cluster/", "github.com/prometheus/", "gonum.org/"}},
 	{"internal/shards", "the shard matrix is pure: a count and a seed in, the matrix out",
 		[]string{"k8s.io/", "sigs.k8s.io/", "github.com/", "gonum.org/", "google.golang.org/", module}},
+	{"internal/csinames", "volume and attachment names are computed, not looked up; the kubelet's code stays in its own module",
+		[]string{"k8s.io/client-go", "k8s.io/kubernetes", "github.com/strandlab/strandlab/tools/", module + "internal/"}},
 	{"internal/report", "the report is the JSON contract plus renderers",
 		[]string{"k8s.io/client-go", module + "internal/churn", module + "internal/cluster", module + "internal/proxy", module + "internal/runner", "github.com/prometheus/"}},
 }

@@ -1,8 +1,9 @@
 // Package upstream locates (and, when missing, builds) the real binaries a
 // local cluster runs: etcd, kube-apiserver, kube-controller-manager,
 // kube-scheduler, csi-attacher and csi-provisioner from the modules pinned
-// in tools/upstream, plus strandlab's own kubelet-sim and csi-driver. Builds
-// are cached under _output/bin keyed by the pins.
+// in tools/upstream, kubelet-sim (its own module there, built on upstream's
+// volume manager), plus strandlab's own csi-driver, pin-extender and
+// apiproxy. Builds are cached under _output/bin keyed by the pins.
 package upstream
 
 import (
@@ -64,7 +65,7 @@ func Ensure(ctx context.Context, repoRoot string, progress io.Writer) (Binaries,
 		return Binaries{}, err
 	}
 	// Our own binaries are part of this module; go build is quick when current.
-	for _, own := range []struct{ path, pkg string }{{b.KubeletSim, "./tools/kubelet-sim"}, {b.CSIDriver, "./tools/csi-driver"}, {b.PinExtender, "./tools/pin-extender"}, {b.APIProxy, "./tools/apiproxy"}} {
+	for _, own := range []struct{ path, pkg string }{{b.CSIDriver, "./tools/csi-driver"}, {b.PinExtender, "./tools/pin-extender"}, {b.APIProxy, "./tools/apiproxy"}} {
 		build := exec.CommandContext(ctx, "go", "build", "-o", own.path, own.pkg)
 		build.Dir, build.Stdout, build.Stderr = repoRoot, progress, progress
 		if err := build.Run(); err != nil {
@@ -108,7 +109,7 @@ func FromDir(dir string) (Binaries, error) {
 		APIProxy:              filepath.Join(dir, "apiproxy"),
 		Versions:              map[string]string{},
 	}
-	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.CSIAttacher, b.CSIProvisioner} {
+	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.CSIAttacher, b.CSIProvisioner, b.KubeletSim} {
 		if err := executable(p); err != nil {
 			return Binaries{}, err
 		}
@@ -148,7 +149,10 @@ func (b Binaries) Components(ctx context.Context) []provenance.Component {
 		out = append(out, provenance.Component{Name: c.name, Version: reportedVersion(ctx, c.path), Provenance: "built from " + module[c.name]})
 	}
 	out = append(out,
-		provenance.Component{Name: "kubelet-sim", Version: "simulated (strandlab)", Provenance: "github.com/strandlab/strandlab/tools/kubelet-sim"},
+		// The pods and the node are simulated; their volumes are mounted by
+		// the kubelet's own code (docs/kubelet-sim.md).
+		provenance.Component{Name: "kubelet-sim", Version: "simulated pods and node status; volume manager from k8s.io/kubernetes@" + b.Versions["kubelet-sim"],
+			Provenance: "built from github.com/strandlab/strandlab/tools/upstream/kubelet-sim with k8s.io/kubernetes@" + b.Versions["kubelet-sim"] + " (pkg/kubelet/volumemanager, pkg/volume/csi)"},
 		provenance.Component{Name: "csi-driver", Version: "strandlab hostpath", Provenance: "github.com/strandlab/strandlab/tools/csi-driver"},
 		provenance.Component{Name: "pin-extender", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/pin-extender"},
 		provenance.Component{Name: "apiproxy", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/apiproxy"})

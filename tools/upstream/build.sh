@@ -4,8 +4,10 @@
 #   kubernetes/       etcd, kube-apiserver, kube-controller-manager, kube-scheduler
 #   csi-attacher/     the external-attacher sidecar
 #   csi-provisioner/  the external-provisioner sidecar
+#   kubelet-sim/      strandlab's simulated kubelet, on upstream's volume
+#                     manager (pinned like kubernetes/)
 # into OUTDIR/<hash of the pins>/, so a binary is rebuilt only when a pin
-# changes. A build is written under a temporary name and renamed, so an
+# changes; kubelet-sim, strandlab's own code, also when its sources change. A build is written under a temporary name and renamed, so an
 # interrupted build never leaves a binary that looks complete.
 #
 # and, when named after OUTDIR, the node binaries of the kind node image
@@ -32,7 +34,8 @@ attacher_version=$(version csi-attacher github.com/kubernetes-csi/external-attac
 provisioner_version=$(version csi-provisioner github.com/kubernetes-csi/external-provisioner/v6)
 crictl_version=$(version cri-tools sigs.k8s.io/cri-tools)
 
-key=$(cat "$here"/*/go.mod "$here"/*/go.sum "$0" | sha256sum | cut -c1-16)
+pinned_modules=(kubernetes csi-attacher csi-provisioner cri-tools)
+key=$(for m in "${pinned_modules[@]}"; do cat "$here/$m/go.mod" "$here/$m/go.sum"; done | cat - "$0" | sha256sum | cut -c1-16)
 dir="$out/$key"
 mkdir -p "$dir"
 
@@ -58,6 +61,16 @@ build kube-controller-manager kubernetes k8s.io/kubernetes/cmd/kube-controller-m
 build kube-scheduler kubernetes k8s.io/kubernetes/cmd/kube-scheduler "$k8s_ldflags"
 build csi-attacher csi-attacher github.com/kubernetes-csi/external-attacher/v4/cmd/csi-attacher "-s -w -X main.version=$attacher_version"
 build csi-provisioner csi-provisioner github.com/kubernetes-csi/external-provisioner/v6/cmd/csi-provisioner "-s -w -X main.version=$provisioner_version"
+# kubelet-sim changes with strandlab, not with a pin: it is kept under a
+# name keyed by its own sources and linked to kubelet-sim by an atomic
+# rename, so a running cluster keeps the binary it started with.
+ksim_key=$(cd "$here/kubelet-sim" && find . \( -name '*.go' -not -name '*_test.go' \) -o -name go.mod -o -name go.sum | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
+build "kubelet-sim.$ksim_key" kubelet-sim github.com/strandlab/strandlab/tools/upstream/kubelet-sim "$k8s_ldflags"
+if ! [ "$dir/kubelet-sim" -ef "$dir/kubelet-sim.$ksim_key" ]; then
+  ln -f "$dir/kubelet-sim.$ksim_key" "$dir/.kubelet-sim.link"
+  mv -f "$dir/.kubelet-sim.link" "$dir/kubelet-sim"
+  find "$dir" -maxdepth 1 -name 'kubelet-sim.*' -not -name "kubelet-sim.$ksim_key" -delete
+fi
 for node_binary in "${@:2}"; do
   case $node_binary in
     kubelet|kubeadm|kubectl) build "$node_binary" kubernetes "k8s.io/kubernetes/cmd/$node_binary" "$k8s_ldflags" ;;
@@ -73,6 +86,7 @@ kube-controller-manager=$k8s_version
 kube-scheduler=$k8s_version
 csi-attacher=$attacher_version
 csi-provisioner=$provisioner_version
+kubelet-sim=$k8s_version
 VERS
 for node_binary in kubelet kubeadm kubectl; do
   [ -x "$dir/$node_binary" ] && echo "$node_binary=$k8s_version" >>"$dir/.versions.tmp"

@@ -26,9 +26,13 @@ func newCSILayout(clusterDir string) csiLayout {
 	return csiLayout{dir: dir, stateDir: filepath.Join(dir, "state"), controllerSock: filepath.Join(dir, "controller.sock")}
 }
 
-// nodeSocket is the node plugin socket of one node; the kubelet-sim finds
-// it by the same rule (--csi-socket-dir).
+// nodeSocket is the node plugin socket of one node, its kubelet-sim's
+// --csi-endpoint.
 func (l csiLayout) nodeSocket(node string) string { return filepath.Join(l.dir, node+".sock") }
+
+// kubeletRootDir is the --root-dir of one node's kubelet-sim: the kubelet's
+// pods/ and plugins/ directories, whose paths the CSI driver is given.
+func (l csiLayout) kubeletRootDir(node string) string { return filepath.Join(l.dir, "kubelet", node) }
 
 // applyObjects creates the RBAC of the CSI sidecars and the pinning
 // extender, and the CSIDriver and StorageClass under the driver name the

@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -418,31 +419,36 @@ func (st *starting) startScheduler(context.Context) ([]readiness, error) {
 	return append(checks, readiness{sched, httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", st.ports.scheduler), selfSigned)}), nil
 }
 
-// startKubelets starts kubelet-sim, one process simulating every node; it
-// is ready when every node is Ready.
+// startKubelets starts one kubelet-sim per node (upstream's CSI plugin,
+// which kubelet-sim runs, serves one node per process); it is ready when
+// every node is Ready.
 func (st *starting) startKubelets(context.Context) ([]readiness, error) {
 	c, spec := st.c, st.spec
-	args := []string{"--kubelet-version=" + c.version, "--csi-driver-name=" + st.driver, "--csi-socket-dir=" + st.csi.dir}
+	common := []string{"--kubelet-version=" + c.version, "--csi-driver-name=" + st.driver}
 	if spec.NodeStatusUpdateFrequency > 0 {
-		args = append(args, "--node-status-update-frequency="+spec.NodeStatusUpdateFrequency.String())
+		common = append(common, "--node-status-update-frequency="+spec.NodeStatusUpdateFrequency.String())
 	}
 	if spec.NodeStatusReportFrequency > 0 {
-		args = append(args, "--node-status-report-frequency="+spec.NodeStatusReportFrequency.String())
+		common = append(common, "--node-status-report-frequency="+spec.NodeStatusReportFrequency.String())
 	}
 	if spec.FailedMountOnTimeout {
-		args = append(args, "--failed-mount-on-timeout")
-	}
-	for _, n := range c.nodes {
-		args = append(args, "--node="+n+"="+st.cfg.nodes[n])
+		common = append(common, "--failed-mount-on-timeout")
 	}
 	if klog.V(4).Enabled() {
-		args = append(args, "-v=4")
+		common = append(common, "-v=4")
 	}
-	kubelets, err := c.procs.Start(process.Spec{Name: "kubelet-sim", Path: st.bins.KubeletSim, LogFile: filepath.Join(c.logDir, "kubelet-sim.log"), Args: args})
-	if err != nil {
-		return nil, err
+	var checks []readiness
+	for i, n := range c.nodes {
+		args := append(slices.Clone(common), "--node="+n+"="+st.cfg.nodes[n], "--csi-endpoint="+st.csi.nodeSocket(n),
+			"--root-dir="+st.csi.kubeletRootDir(n), "--pod-cidr-index="+strconv.Itoa(i+1))
+		name := "kubelet-sim-" + n
+		proc, err := c.procs.Start(process.Spec{Name: name, Path: st.bins.KubeletSim, LogFile: filepath.Join(c.logDir, name+".log"), Args: args})
+		if err != nil {
+			return nil, err
+		}
+		checks = append(checks, readiness{proc, func(ctx context.Context) error { return nodesReady(ctx, st.admin, []string{n}) }})
 	}
-	return []readiness{{kubelets, func(ctx context.Context) error { return nodesReady(ctx, st.admin, c.nodes) }}}, nil
+	return checks, nil
 }
 
 func (c *Cluster) Kubeconfig() string                 { return c.kubeconfig }

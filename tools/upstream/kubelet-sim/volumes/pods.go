@@ -22,14 +22,13 @@ import (
 //     volumemanager.PodStateProvider): whether a pod's containers are being
 //     or have been stopped.
 //
-// kubelet-sim's pod loop feeds it: Add on every pod update, Terminating when
-// it starts stopping a pod, Terminated once the containers are stopped,
-// Remove when the pod is gone from the API server. The Manager's own
-// WaitForAttachAndMount and UnmountPodVolumes also call Add, Terminated and
-// Remove, so a pod loop written against internal/kubeletsim's VolumeManager
-// works unchanged; calling them from the informer handlers as well only makes
-// the timing closer to upstream's (the populator sees a pod when the
-// informer does, not after the pod worker's first status write).
+// The Manager feeds it: WaitForAttachAndMount adds the pod, and
+// UnmountPodVolumes marks it terminated and, once its volumes are unmounted,
+// removes it. The populator so sees a pod from its pod worker's first volume
+// wait (a status write after the informer delivered it), not from the
+// informer itself. Feeding it from the informer handlers too would be closer
+// in time, but an update delivered after Remove would bring a terminated pod
+// back as new, and the populator would mount its volume again.
 type PodSet struct {
 	mu   sync.Mutex
 	pods map[types.UID]*podState

@@ -7,10 +7,10 @@
 // publishes by symlink), and the driver's registration, done through the CSI
 // plugin's registration handler as the kubelet's plugin manager does.
 //
-// Manager satisfies the contract of internal/kubeletsim's VolumeManager
-// interface (WaitForAttachAndMount, UnmountPodVolumes, VolumesInUse,
-// MarkVolumesAsReportedInUse, Start), so kubelet-sim's pod and node loops can
-// drive it unchanged.
+// Manager is the VolumeManager of package node (WaitForAttachAndMount,
+// UnmountPodVolumes, VolumesInUse, ReconcilerStatesHasBeenSynced,
+// MarkVolumesAsReportedInUse, Start): kubelet-sim's pod and node status
+// loops drive upstream's volume manager through it.
 //
 // One node per process: the CSI plugin keeps its registered drivers
 // (csiDrivers, keyed by driver name only), its node info manager (nim) and
@@ -76,6 +76,10 @@ type Config struct {
 	// the node (the kubelet's config.SourcesReady; the populator's initial
 	// pass and the reconciler's first cleanup wait for it). nil: always.
 	SourcesReady func() bool
+	// NodeInformers is the kubelet's informer factory of its own Node
+	// (filtered to NodeName), shared with the node status loop as the
+	// kubelet shares its nodeLister; nil: the manager makes its own.
+	NodeInformers informers.SharedInformerFactory
 }
 
 // Manager is one node's volume manager.
@@ -105,6 +109,9 @@ func New(cfg Config) (*Manager, error) {
 	}
 	if cfg.SourcesReady == nil {
 		cfg.SourcesReady = func() bool { return true }
+	}
+	if cfg.NodeInformers == nil {
+		cfg.NodeInformers = NodeInformers(cfg.Client, cfg.NodeName)
 	}
 	return &Manager{
 		cfg: cfg, pods: NewPodSet(),
@@ -138,6 +145,14 @@ func (m *Manager) releaseProcess() {
 	}
 }
 
+// NodeInformers is the kubelet's node informer factory
+// (kubelet.NewMainKubelet): one Node, selected by name.
+func NodeInformers(client kubernetes.Interface, nodeName string) informers.SharedInformerFactory {
+	return informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+		o.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, nodeName).String()
+	}))
+}
+
 // Pods is the pod set the volume manager reads (see PodSet).
 func (m *Manager) Pods() *PodSet { return m.pods }
 
@@ -161,10 +176,7 @@ func (m *Manager) Start(ctx context.Context, recorder record.EventRecorder) erro
 	},
 		// kubelet.NewInitializedVolumePluginMgr: resync 0.
 		informers.NewSharedInformerFactory(c.Client, 0),
-		// kubelet.NewMainKubelet: the node informer, filtered to the node.
-		informers.NewSharedInformerFactoryWithOptions(c.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
-			o.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, c.NodeName).String()
-		})),
+		c.NodeInformers,
 		ctx.Done())
 	if err := os.MkdirAll(h.GetPodsDir(), 0o750); err != nil {
 		m.releaseProcess()
@@ -342,9 +354,8 @@ const legacyWaitTimeout = "timed out waiting for the condition"
 // the wait's timeout into the text kubelets up to v1.27 recorded
 // ("unmounted volumes=[...], ...: timed out waiting for the condition"),
 // for kubelet-sim's --failed-mount-on-timeout. ok is false for any other
-// error. (internal/kubeletsim builds this text from its own VolumeWaitError;
-// upstream's error is a wrapped fmt error, so the cause is replaced in its
-// text.)
+// error. Upstream's error is a wrapped fmt error, so the cause is replaced
+// in its text.
 func LegacyTimeoutMessage(err error) (msg string, ok bool) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		return "", false

@@ -22,19 +22,6 @@ import (
 	"k8s.io/utils/ptr"
 )
 
-// volumeManagerContract is internal/kubeletsim.VolumeManager of the harness
-// module, restated: this module does not import the harness (see go.mod),
-// so the check that Manager can take its place is made against a copy.
-type volumeManagerContract interface {
-	WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) error
-	UnmountPodVolumes(ctx context.Context, pod *corev1.Pod) error
-	VolumesInUse() []corev1.UniqueVolumeName
-	MarkVolumesAsReportedInUse([]corev1.UniqueVolumeName)
-	Start(ctx context.Context, recorder record.EventRecorder) error
-}
-
-var _ volumeManagerContract = (*Manager)(nil)
-
 const (
 	testNode   = "node-1"
 	testNS     = "default"

@@ -1,9 +1,8 @@
-package kubeletsim
+package node
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -18,6 +17,8 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+
+	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/volumes"
 )
 
 // podWorkers runs one worker goroutine per pod bound to the node, like the
@@ -203,10 +204,12 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 	}
 }
 
-// retryLater resends pod to its worker after a back-off, unless a newer
-// update arrived meanwhile (the kubelet's pod workers requeue with back-off).
+// retryLater resends pod to its worker after the pod workers' back-off
+// (podWorkers.completeWork after a failed sync: backOffPeriod plus up to 50%
+// jitter), unless a newer update arrived meanwhile.
 func (pw *podWorkers) retryLater(ctx context.Context, w *podWorker, pod *corev1.Pod) {
-	t := time.NewTimer(time.Second)
+	const workerBackOffPeriodJitterFactor = 0.5 // pod_workers.go
+	t := time.NewTimer(wait.Jitter(pw.node.cfg.PodSyncBackOff, workerBackOffPeriodJitterFactor))
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -267,10 +270,6 @@ func (pw *podWorkers) start(ctx context.Context, pod *corev1.Pod, ip string) err
 	return nil
 }
 
-// legacyWaitTimeout is what wait.PollImmediate returned on timeout
-// (wait.ErrWaitTimeout), the end of v1.27's FailedMount message.
-const legacyWaitTimeout = "timed out waiting for the condition"
-
 // recordMountFailure mirrors Kubelet.SyncPod (pkg/kubelet/kubelet.go,
 // v1.37.2) when WaitForAttachAndMount fails: FailedMount "Unable to attach
 // or mount volumes: <err>", unless the wait was interrupted (wait.Interrupted:
@@ -280,12 +279,15 @@ const legacyWaitTimeout = "timed out waiting for the condition"
 // meanwhile is not: its wait was cancelled, not timed out.
 func (pw *podWorkers) recordMountFailure(ctx context.Context, pod *corev1.Pod, err error) {
 	const reason, prefix = "FailedMount", "Unable to attach or mount volumes: "
-	var waitErr *VolumeWaitError
-	switch {
-	case !wait.Interrupted(err):
+	if !wait.Interrupted(err) {
 		pw.node.recorder.Eventf(pod, corev1.EventTypeWarning, reason, prefix+"%v", err)
-	case pw.node.cfg.FailedMountOnTimeout && ctx.Err() == nil && errors.As(err, &waitErr):
-		pw.node.recorder.Eventf(pod, corev1.EventTypeWarning, reason, prefix+"%s", waitErr.message(legacyWaitTimeout))
+		return
+	}
+	if !pw.node.cfg.FailedMountOnTimeout || ctx.Err() != nil {
+		return
+	}
+	if msg, ok := volumes.LegacyTimeoutMessage(err); ok {
+		pw.node.recorder.Eventf(pod, corev1.EventTypeWarning, reason, prefix+"%s", msg)
 	}
 }
 

@@ -1,4 +1,4 @@
-package kubeletsim
+package node
 
 import (
 	"context"
@@ -44,6 +44,7 @@ func (g *gateVolumes) UnmountPodVolumes(context.Context, *corev1.Pod) error {
 	return nil
 }
 func (g *gateVolumes) VolumesInUse() []corev1.UniqueVolumeName              { return nil }
+func (g *gateVolumes) ReconcilerStatesHasBeenSynced() bool                  { return true }
 func (g *gateVolumes) MarkVolumesAsReportedInUse([]corev1.UniqueVolumeName) {}
 func (g *gateVolumes) Start(context.Context, record.EventRecorder) error    { return nil }
 
@@ -52,6 +53,9 @@ func (g *gateVolumes) Start(context.Context, record.EventRecorder) error    { re
 func startNode(t *testing.T, client *fake.Clientset, cfg Config) *Node {
 	t.Helper()
 	cfg.NodeName, cfg.Client, cfg.KubeletVersion = "node-1", client, "v1.37.2"
+	if cfg.PodSyncBackOff == 0 {
+		cfg.PodSyncBackOff = 10 * time.Millisecond // the kubelet's 10 s would only slow the tests
+	}
 	n, err := NewNode(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -252,7 +256,7 @@ func TestNodeStatusPatchLeavesVolumesAttachedAlone(t *testing.T) {
 // until the pod goes away), then mounts at once.
 type failOnceVolumes struct {
 	NoVolumes
-	err   *VolumeWaitError
+	err   error
 	waits atomic.Int32
 }
 
@@ -264,7 +268,13 @@ func (f *failOnceVolumes) WaitForAttachAndMount(ctx context.Context, _ *corev1.P
 		return f.err
 	}
 	<-ctx.Done()
-	return &VolumeWaitError{Unmounted: []string{"data"}, Unattached: []string{"data"}, Err: ctx.Err()}
+	return waitError("[data]", "[data]", "[]", ctx.Err())
+}
+
+// waitError is volumeManager.WaitForAttachAndMount's error, as v1.37.2
+// words and wraps it.
+func waitError(unmounted, unattached, unprocessed string, err error) error {
+	return fmt.Errorf("unmounted volumes=%s, unattached volumes=%s, failed to process volumes=%s: %w", unmounted, unattached, unprocessed, err)
 }
 
 // eventMessages lists the messages of the pod events with reason.
@@ -284,17 +294,16 @@ func eventMessages(client *fake.Clientset, reason string) []string {
 // wait's timeout in v1.37.2, and for the timeout with v1.27's text when
 // FailedMountOnTimeout is set. A pod deleted while waiting records nothing.
 func TestMountFailureEvents(t *testing.T) {
-	timeout := &VolumeWaitError{Unmounted: []string{"data"}, Unattached: []string{"data"},
-		Err: fmt.Errorf("wait: %w", context.DeadlineExceeded)}
+	timeout := waitError("[data]", "[data]", "[]", context.DeadlineExceeded)
 	tests := []struct {
 		name                 string
-		err                  *VolumeWaitError // nil: the pod is deleted while waiting
+		err                  error // nil: the pod is deleted while waiting
 		failedMountOnTimeout bool
 		want                 []string
 	}{
 		{
 			name: "a volume that cannot be resolved is recorded",
-			err:  &VolumeWaitError{Unmounted: []string{"data"}, Unprocessed: []string{"data"}, Err: errors.New(`error processing PVC ns/data-web-0: PVC is not bound`)},
+			err:  waitError("[data]", "[]", "[data]", errors.New(`error processing PVC ns/data-web-0: PVC is not bound`)),
 			want: []string{"Unable to attach or mount volumes: unmounted volumes=[data], unattached volumes=[], failed to process volumes=[data]: error processing PVC ns/data-web-0: PVC is not bound"},
 		},
 		{name: "v1.37.2 records no timeout", err: timeout},
@@ -308,7 +317,7 @@ func TestMountFailureEvents(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			client := fake.NewClientset()
 			vols := &failOnceVolumes{err: tc.err}
-			n := startNode(t, client, Config{Volumes: vols, FailedMountOnTimeout: tc.failedMountOnTimeout})
+			n := startNode(t, client, Config{Volumes: vols, FailedMountOnTimeout: tc.failedMountOnTimeout, PodSyncBackOff: 10 * time.Millisecond})
 			if _, err := client.CoreV1().Pods("ns").Create(context.Background(), boundPod("web-0"), metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}

@@ -1,15 +1,17 @@
-// Package kubeletsim is strandlab's simulated kubelet: the only simulated
-// component of a local cluster. One Node value plays the kubelet of one node:
-// it registers the Node, keeps its Ready condition and Lease fresh, and runs
-// the lifecycle of the pods bound to it (Pending -> Running, graceful
-// deletion, deletion confirmed). There is no container runtime: containers
-// "start" and "stop" instantly. Everything the kubelet says to the API server
-// (node status, leases, pod status, deletion) is done as the upstream kubelet
-// does it, under the node's own identity (system:node:<name>).
+// Package node is strandlab's simulated kubelet of one node, the only
+// simulated component of a local cluster. A Node registers the Node object,
+// keeps its status and Lease fresh, and runs the lifecycle of the pods bound
+// to it (Pending -> Running, graceful deletion, deletion confirmed). There is
+// no container runtime: containers "start" and "stop" at once. Everything
+// the kubelet says to the API server (node status, leases, pod status,
+// deletion) is said as the upstream kubelet says it, under the node's own
+// identity (system:node:<name>).
 //
-// Volumes are behind the VolumeManager interface, mirroring the split between
-// the kubelet's pod workers and pkg/kubelet/volumemanager upstream.
-package kubeletsim
+// Volumes are not simulated: they are behind the VolumeManager interface,
+// which kubelet-sim fills with upstream's own volume manager and CSI plugin
+// (package volumes). What is simulated, and the upstream function each
+// stand-in replaces, is listed in docs/kubelet-sim.md.
+package node
 
 import (
 	"fmt"
@@ -18,6 +20,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
+	corelisters "k8s.io/client-go/listers/core/v1"
 )
 
 // Defaults of the upstream kubelet (KubeletConfiguration v1beta1 defaults).
@@ -27,10 +30,15 @@ const (
 	DefaultNodeLeaseDurationSeconds  = 40
 	// nodeLeaseRenewIntervalFraction mirrors kubelet.nodeLeaseRenewIntervalFraction.
 	nodeLeaseRenewIntervalFraction = 0.25
+	// DefaultPodSyncBackOff is how long a pod worker waits before it syncs a
+	// pod again after a failed sync (kubelet.backOffPeriod), plus up to 50%
+	// jitter (pod_workers.go workerBackOffPeriodJitterFactor).
+	DefaultPodSyncBackOff = 10 * time.Second
 )
 
 // ControllerManagedAttachAnnotation tells the attach/detach controller that
-// it, not the kubelet, attaches this node's volumes. The controller ignores
+// it, not the kubelet, attaches this node's volumes
+// (volumehelper.ControllerManagedAttachAnnotation). The controller ignores
 // nodes without it (and their pods).
 const ControllerManagedAttachAnnotation = "volumes.kubernetes.io/controller-managed-attach-detach"
 
@@ -47,6 +55,9 @@ type Config struct {
 	PodCIDRIndex int
 	// Volumes is the volume manager; nil means pods have no attachable volumes.
 	Volumes VolumeManager
+	// NodeLister is the kubelet's informer of its own Node, shared with the
+	// volume host; nil: the node starts its own.
+	NodeLister corelisters.NodeLister
 
 	NodeStatusUpdateFrequency time.Duration
 	NodeStatusReportFrequency time.Duration
@@ -57,14 +68,18 @@ type Config struct {
 	// v1.28 and later (v1.37.2 included) record none for a timeout
 	// (kubernetes #127004), so a stranded volume shows no event at all.
 	FailedMountOnTimeout bool
+
+	// PodSyncBackOff is the pod workers' back-off after a failed sync
+	// (default DefaultPodSyncBackOff, the kubelet's); tests shorten it.
+	PodSyncBackOff time.Duration
 }
 
 func (c *Config) setDefaults() error {
 	if c.NodeName == "" {
-		return fmt.Errorf("kubelet-sim: node name must not be empty")
+		return fmt.Errorf("node: name must not be empty")
 	}
 	if c.Client == nil {
-		return fmt.Errorf("kubelet-sim: node %s: no API client", c.NodeName)
+		return fmt.Errorf("node %s: no API client", c.NodeName)
 	}
 	if c.Capacity == nil {
 		c.Capacity = corev1.ResourceList{
@@ -82,6 +97,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.NodeStatusReportFrequency == 0 {
 		c.NodeStatusReportFrequency = DefaultNodeStatusReportFrequency
+	}
+	if c.PodSyncBackOff == 0 {
+		c.PodSyncBackOff = DefaultPodSyncBackOff
 	}
 	if c.NodeLeaseDurationSeconds == 0 {
 		c.NodeLeaseDurationSeconds = DefaultNodeLeaseDurationSeconds

@@ -1,10 +1,10 @@
-package kubeletsim
+package node
 
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"runtime"
-	"slices"
 	"sync"
 	"time"
 
@@ -13,15 +13,20 @@ import (
 	"k8s.io/apimachinery/pkg/api/equality"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/scheme"
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
+	corelisters "k8s.io/client-go/listers/core/v1"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/component-helpers/apimachinery/lease"
 	nodeutil "k8s.io/component-helpers/node/util"
 	"k8s.io/klog/v2"
 	"k8s.io/utils/clock"
+
+	"k8s.io/kubernetes/pkg/kubelet/nodestatus"
 )
 
 // Node is the simulated kubelet of one node.
@@ -30,8 +35,16 @@ type Node struct {
 	log      klog.Logger
 	recorder record.EventRecorder
 	pods     *podWorkers
+	// nodes is the kubelet's node lister (its informer of this one node),
+	// read first by each status update.
+	nodes corelisters.NodeLister
+	// volumesInUse is the kubelet's volumesInUse status setter.
+	volumesInUse nodestatus.Setter
 
 	lastReport time.Time // when node status was last written
+	// delayAfterChange is the one-time random delay added to the report
+	// period after a status change (kubelet.delayAfterNodeStatusChange).
+	delayAfterChange time.Duration
 }
 
 // NewNode validates cfg and returns a node ready to Run.
@@ -39,7 +52,9 @@ func NewNode(cfg Config) (*Node, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	return &Node{cfg: cfg}, nil
+	n := &Node{cfg: cfg}
+	n.volumesInUse = nodestatus.VolumesInUse(cfg.Volumes.ReconcilerStatesHasBeenSynced, cfg.Volumes.VolumesInUse)
+	return n, nil
 }
 
 // Run registers the node and serves it until ctx ends.
@@ -51,6 +66,19 @@ func (n *Node) Run(ctx context.Context) error {
 	broadcaster.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: n.cfg.Client.CoreV1().Events("")})
 	defer broadcaster.Shutdown()
 	n.recorder = broadcaster.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "kubelet", Host: n.cfg.NodeName})
+
+	// kubelet.NewMainKubelet: the node informer, filtered to this node,
+	// unless the caller shares one (kubelet-sim shares it with the volume
+	// host, as the kubelet does).
+	n.nodes = n.cfg.NodeLister
+	if n.nodes == nil {
+		factory := informers.NewSharedInformerFactoryWithOptions(n.cfg.Client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
+			o.FieldSelector = fields.OneTermEqualSelector(metav1.ObjectNameField, n.cfg.NodeName).String()
+		}))
+		n.nodes = factory.Core().V1().Nodes().Lister()
+		factory.Start(ctx.Done())
+		defer factory.Shutdown()
+	}
 
 	if err := n.register(ctx); err != nil {
 		return err
@@ -124,44 +152,65 @@ func (n *Node) syncNodeStatusLoop(ctx context.Context) {
 	}, n.cfg.NodeStatusUpdateFrequency, 0.04, true)
 }
 
-// updateNodeStatus mirrors kubelet.tryUpdateNodeStatus: read the node, set
-// the fields the kubelet owns, and send a two-way strategic merge patch
-// (nodeutil.PatchNodeStatus), so fields owned by others such as
-// status.volumesAttached are never overwritten. It retries on errors like
-// kubelet.updateNodeStatus (nodeStatusUpdateRetry times).
+// updateNodeStatus mirrors kubelet.updateNodeStatus: up to
+// nodeStatusUpdateRetry tries, the first reading the node from the lister
+// and the others from the API server.
 func (n *Node) updateNodeStatus(ctx context.Context, force bool) error {
 	const nodeStatusUpdateRetry = 5
 	var err error
-	for i := 0; i < nodeStatusUpdateRetry; i++ {
-		if err = n.tryUpdateNodeStatus(ctx, force); err == nil {
+	for try := 0; try < nodeStatusUpdateRetry; try++ {
+		if err = n.tryUpdateNodeStatus(ctx, try, force); err == nil {
 			return nil
 		}
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		n.log.V(4).Info("Error updating node status, will retry", "err", err)
 	}
 	return err
 }
 
-func (n *Node) tryUpdateNodeStatus(ctx context.Context, force bool) error {
-	node, err := n.cfg.Client.CoreV1().Nodes().Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("get node: %w", err)
+// tryUpdateNodeStatus mirrors kubelet.tryUpdateNodeStatus: read the node
+// (the lister on the first try, a live GET after), set the fields the
+// kubelet owns, and send a two-way strategic merge patch
+// (nodeutil.PatchNodeStatus), so fields owned by others such as
+// status.volumesAttached are never overwritten. Unchanged status is sent only
+// once the report period (plus the random delay drawn after the last change)
+// has passed; either way, what the node lists in volumesInUse is marked as
+// reported (kubelet.markVolumesFromNode). force (registration) always sends.
+func (n *Node) tryUpdateNodeStatus(ctx context.Context, try int, force bool) error {
+	var original *corev1.Node
+	var err error
+	if try == 0 && n.nodes != nil {
+		original, err = n.nodes.Get(n.cfg.NodeName)
+	} else {
+		original, err = n.cfg.Client.CoreV1().Nodes().Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
 	}
-	original := node.DeepCopy()
-	n.setNodeStatus(node)
+	if err != nil {
+		return fmt.Errorf("get node %s: %w", n.cfg.NodeName, err)
+	}
+	node := original.DeepCopy()
+	if err := n.setNodeStatus(ctx, node); err != nil {
+		return err
+	}
 	changed := !equality.Semantic.DeepEqual(original.Status, node.Status)
-	if !changed && !force && time.Since(n.lastReport) < n.cfg.NodeStatusReportFrequency {
+	if !changed && !force && !n.reportPeriodExpired() {
 		n.cfg.Volumes.MarkVolumesAsReportedInUse(node.Status.VolumesInUse)
 		return nil
 	}
-	if changed || force || time.Since(n.lastReport) >= n.cfg.NodeStatusReportFrequency {
-		// Heartbeat times only move when status is actually reported
-		// (kubelet: setters run only on report).
-		now := metav1.Now()
-		for i := range node.Status.Conditions {
-			node.Status.Conditions[i].LastHeartbeatTime = now
-		}
+	// A change (or the first report) draws a new one-time delay, so that
+	// nodes changed together do not report together from then on; a report
+	// made because the period expired resets it (kubelet.calculateDelay).
+	if changed || force || n.lastReport.IsZero() {
+		n.delayAfterChange = time.Duration(float64(n.cfg.NodeStatusReportFrequency) * (-0.5 + rand.Float64()))
+	} else {
+		n.delayAfterChange = 0
+	}
+	// Heartbeat times only move when status is actually reported (the
+	// kubelet's setters stamp them; nodeStatusHasChanged ignores them).
+	now := metav1.Now()
+	for i := range node.Status.Conditions {
+		node.Status.Conditions[i].LastHeartbeatTime = now
 	}
 	updated, _, err := nodeutil.PatchNodeStatus(n.cfg.Client.CoreV1(), types.NodeName(n.cfg.NodeName), original, node)
 	if err != nil {
@@ -173,10 +222,16 @@ func (n *Node) tryUpdateNodeStatus(ctx context.Context, force bool) error {
 	return nil
 }
 
+// reportPeriodExpired is kubelet.isUpdateStatusPeriodExpired.
+func (n *Node) reportPeriodExpired() bool {
+	return time.Since(n.lastReport) >= n.cfg.NodeStatusReportFrequency+n.delayAfterChange
+}
+
 // setNodeStatus sets what the kubelet's node status setters own
 // (pkg/kubelet/nodestatus): addresses, capacity, node info, the four
-// conditions, and volumes in use.
-func (n *Node) setNodeStatus(node *corev1.Node) {
+// conditions, and volumes in use (the last through the kubelet's own
+// setter, nodestatus.VolumesInUse).
+func (n *Node) setNodeStatus(ctx context.Context, node *corev1.Node) error {
 	s := &node.Status
 	s.Addresses = []corev1.NodeAddress{
 		{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
@@ -195,11 +250,25 @@ func (n *Node) setNodeStatus(node *corev1.Node) {
 	setCondition(s, corev1.NodeMemoryPressure, corev1.ConditionFalse, "KubeletHasSufficientMemory", "kubelet has sufficient memory available")
 	setCondition(s, corev1.NodeDiskPressure, corev1.ConditionFalse, "KubeletHasNoDiskPressure", "kubelet has no disk pressure")
 	setCondition(s, corev1.NodePIDPressure, corev1.ConditionFalse, "KubeletHasSufficientPID", "kubelet has sufficient PID available")
-	setCondition(s, corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status")
+	// nodestatus.ReadyCondition: a storage error set by a volume plugin
+	// (the CSI plugin until it has initialised the node's CSINode) keeps
+	// the node NotReady.
+	if err := n.storageError(); err != nil {
+		setCondition(s, corev1.NodeReady, corev1.ConditionFalse, "KubeletNotReady", err.Error())
+	} else {
+		setCondition(s, corev1.NodeReady, corev1.ConditionTrue, "KubeletReady", "kubelet is posting ready status")
+	}
 
-	inUse := n.cfg.Volumes.VolumesInUse()
-	slices.Sort(inUse)
-	s.VolumesInUse = inUse
+	return n.volumesInUse(ctx, node)
+}
+
+// storageError is the error the volume plugins set on the kubelet
+// (VolumeHost SetKubeletError), from a volume manager that has one.
+func (n *Node) storageError() error {
+	if v, ok := n.cfg.Volumes.(interface{ KubeletError() error }); ok {
+		return v.KubeletError()
+	}
+	return nil
 }
 
 // setCondition updates a condition in place, moving LastTransitionTime only
