@@ -20,6 +20,10 @@ KEEP      ?=
 # stay distinct for strandlab merge (docs/ci.md).
 CHECK     ?=
 RUN_ID_SUFFIX ?=
+# PROVIDER=existing (docs/existing.md): the cluster of KUBECONFIG=<file>
+# (read from the environment), only with CLUSTER_OWNER_CONSENT=1
+# (--cluster-owner-consent).
+CLUSTER_OWNER_CONSENT ?=
 
 RUN_FLAGS := --scenario $(SCENARIO) \
 	$(if $(BUILDS),--builds $(BUILDS)) \
@@ -29,6 +33,7 @@ RUN_FLAGS := --scenario $(SCENARIO) \
 	$(if $(filter 1 true yes,$(KEEP)),--keep) \
 	$(if $(filter 1 true yes,$(CHECK)),--check) \
 	$(if $(RUN_ID_SUFFIX),--run-id-suffix $(RUN_ID_SUFFIX)) \
+	$(if $(filter 1 true yes,$(CLUSTER_OWNER_CONSENT)),--cluster-owner-consent) \
 	--output $(OUTPUT)
 
 .PHONY: help
@@ -41,7 +46,7 @@ binaries: ## build the pinned upstream binaries (cached by pin) and strandlab's 
 	@$(GO) build -o $(BIN)/strandlab ./tools/strandlab
 
 .PHONY: e2e
-e2e: binaries ## run SCENARIO on a local cluster and write the report (vars: SCENARIO BUILDS PROVIDER CYCLES SEED KEEP CHECK RUN_ID_SUFFIX)
+e2e: binaries ## run SCENARIO on a local cluster and write the report (vars: SCENARIO BUILDS PROVIDER CYCLES SEED KEEP CHECK RUN_ID_SUFFIX CLUSTER_OWNER_CONSENT)
 	@$(BIN)/strandlab run $(RUN_FLAGS)
 
 .PHONY: soak

@@ -20,7 +20,8 @@ import (
 type Spec struct {
 	// Name identifies the cluster (directory names, kubeconfig context).
 	Name string
-	// Nodes is the number of worker nodes.
+	// Nodes is the number of worker nodes (existing: the least number of
+	// schedulable nodes the cluster must have).
 	Nodes int
 	// OutputDir receives the components' log files.
 	OutputDir string
@@ -49,6 +50,15 @@ type Spec struct {
 	// ControllerManagerArgs are extra kube-controller-manager flags (a later
 	// flag of the same name wins over the provider's default).
 	ControllerManagerArgs []string
+	// Namespace is where the harness creates and churns its workload. A
+	// provider that does not own the cluster (existing) creates it in
+	// Start, labelled, and removes it in Stop; the others ignore it.
+	Namespace string
+	// StorageClass is the StorageClass of the workload's PVCs (the
+	// scenario's cluster.storageClass). The local and kind providers
+	// create strandlab-hostpath themselves; existing checks the cluster
+	// has the class.
+	StorageClass string
 }
 
 // Validate reports the first invalid field of s.
@@ -115,6 +125,15 @@ type ControllerBuildRunner interface {
 	RunsControllerBuilds()
 }
 
+// SpecChecker is a provider that refuses some specs outright (the existing
+// provider cannot run a proxy, an extender or a controller build on a
+// cluster it did not create). runner.Prepare calls CheckSpec with the
+// spec each build would start with, before any cluster is touched; the
+// error names what is refused by its scenario field.
+type SpecChecker interface {
+	CheckSpec(spec Spec) error
+}
+
 // ProxiedCluster is a cluster whose controller manager talks to the API
 // server through the throttling proxy.
 type ProxiedCluster interface {
@@ -130,6 +149,13 @@ type ProxiedCluster interface {
 // later from this directory (strandlab down DIR).
 type StateDirCluster interface {
 	StateDir() string
+}
+
+// DownArgsCluster is a kept cluster that `strandlab down` removes with
+// arguments other than a state directory: DownArgs are those arguments
+// (the existing provider: --kubeconfig FILE --namespace NS).
+type DownArgsCluster interface {
+	DownArgs() []string
 }
 
 // LogCluster is a cluster whose components' logs are files on this machine.

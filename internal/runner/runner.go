@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strings"
 	"time"
 
 	"k8s.io/client-go/kubernetes"
@@ -30,7 +31,6 @@ import (
 	"github.com/strandlab/strandlab/internal/scenario"
 	"github.com/strandlab/strandlab/internal/timeline"
 	"github.com/strandlab/strandlab/internal/workload"
-	"github.com/strandlab/strandlab/manifests"
 )
 
 // Namespace holds the churned workload.
@@ -105,6 +105,17 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 	if _, ok := provider.(cluster.ControllerBuildRunner); !ok && !slices.Equal(sc.Builds, []string{kcmbuild.Stock}) {
 		return nil, fmt.Errorf("scenario %s: builds: provider %q runs the cluster's own controller, not builds %v", opts.ScenarioPath, provider.Name(), sc.Builds)
 	}
+	// A provider that refuses some specs (existing: no proxy faults, no
+	// extender) sees the spec each build would start with, before any
+	// cluster is touched. The controller binary is not known yet (it is
+	// built in Run); builds are checked above.
+	if checker, ok := provider.(cluster.SpecChecker); ok {
+		for _, b := range sc.Builds {
+			if err := checker.CheckSpec(clusterSpec(sc, b, "", opts.OutputDir, false)); err != nil {
+				return nil, fmt.Errorf("scenario %s: provider %q cannot run it:\n%w", opts.ScenarioPath, provider.Name(), err)
+			}
+		}
+	}
 	seen := map[string]bool{}
 	for i, b := range sc.Builds {
 		if seen[b] {
@@ -147,8 +158,14 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 	}
 	// Every build's controller is built (or found cached) before the first
 	// cluster starts: a patch that does not apply fails the run up front.
+	// A provider that runs the cluster's own controller (existing; Prepare
+	// allowed it stock alone) needs no binary: its build is the cluster's.
 	controllers := map[string]kcmbuild.Result{}
 	for _, build := range sc.Builds {
+		if _, ok := provider.(cluster.ControllerBuildRunner); !ok {
+			controllers[build] = kcmbuild.Result{Provenance: provenance.ControllerBuild{Module: ClusterOwnController}}
+			continue
+		}
 		res, err := kcmbuild.Build(ctx, opts.RepoRoot, build, opts.Progress)
 		if err != nil {
 			return reportDir, errors.Join(fmt.Errorf("controller build %s: %w", build, err), save())
@@ -181,12 +198,12 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 
 func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider cluster.Provider, build string, controller kcmbuild.Result, outDir string,
 	rep *report.Report, save func() error, keep bool) (*report.Build, error) {
-	fmt.Fprintf(opts.Progress, ">> build %s: starting a %d-node %s cluster\n", build, sc.Cluster.Nodes, provider.Name())
-	c, err := provider.Start(ctx, cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep,
-		CSIDriverName: sc.Cluster.CSIDriver, NodeStatusUpdateFrequency: sc.Cluster.NodeStatusUpdateFrequency.Duration,
-		NodeStatusReportFrequency: sc.Cluster.NodeStatusReportFrequency.Duration,
-		FailedMountOnTimeout:      sc.Cluster.FailedMountOnTimeout, ControllerManager: controller.Binary,
-		Pinning: pinningConfig(sc), Proxy: proxyProfile(sc)})
+	if _, ok := provider.(cluster.ControllerBuildRunner); ok {
+		fmt.Fprintf(opts.Progress, ">> build %s: starting a %d-node %s cluster\n", build, sc.Cluster.Nodes, provider.Name())
+	} else {
+		fmt.Fprintf(opts.Progress, ">> build %s: the %s cluster's own controller, at least %d schedulable nodes\n", build, provider.Name(), sc.Cluster.Nodes)
+	}
+	c, err := provider.Start(ctx, clusterSpec(sc, build, controller.Binary, outDir, keep))
 	if err != nil {
 		return nil, fmt.Errorf("build %s: start cluster: %w", build, err)
 	}
@@ -197,6 +214,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		}
 		if err := c.Stop(context.Background()); err != nil {
 			klog.ErrorS(err, "Teardown failed", "build", build)
+			fmt.Fprintf(opts.Progress, ">> build %s: teardown failed: %v\n", build, err)
 		}
 	}()
 	// The harness's watches of this cluster end before the cluster does
@@ -303,6 +321,23 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	return &b, err
 }
 
+// ClusterOwnController is the controller build's provenance (module) on a
+// provider that runs the cluster's own kube-controller-manager (existing):
+// the report's build "stock" is then whatever the cluster runs.
+const ClusterOwnController = "the cluster's own kube-controller-manager"
+
+// clusterSpec is the spec a build of sc starts its cluster with (Run), and
+// what a SpecChecker provider is asked about (Prepare, with controller ""
+// as the binary is not built yet).
+func clusterSpec(sc *scenario.Scenario, build, controller, outDir string, keep bool) cluster.Spec {
+	return cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep,
+		CSIDriverName: sc.Cluster.CSIDriver, NodeStatusUpdateFrequency: sc.Cluster.NodeStatusUpdateFrequency.Duration,
+		NodeStatusReportFrequency: sc.Cluster.NodeStatusReportFrequency.Duration,
+		FailedMountOnTimeout:      sc.Cluster.FailedMountOnTimeout, ControllerManager: controller,
+		Pinning: pinningConfig(sc), Proxy: proxyProfile(sc),
+		Namespace: Namespace, StorageClass: sc.Cluster.StorageClassName()}
+}
+
 // outcomeOf is what a band checks of a build.
 func outcomeOf(b report.Build, res cycle.Result) scenario.Outcome {
 	o := scenario.Outcome{Cycles: b.Cycles, Stranded: b.Stranded, SafetyViolations: b.SafetyViolations, CyclesNotRunning: b.CyclesNotRunning}
@@ -323,7 +358,7 @@ func createWorkload(ctx context.Context, client kubernetes.Interface, sc *scenar
 	var targets []churn.Target
 	for _, s := range sc.Workload.StatefulSets {
 		if err := workload.Create(ctx, client, workload.StatefulSet{Namespace: Namespace, Name: s.Name, Replicas: s.Replicas,
-			VolumesPerPod: s.VolumesPerPod, StorageClass: manifests.StorageClassName, NoService: s.Service != nil && !*s.Service}); err != nil {
+			VolumesPerPod: s.VolumesPerPod, StorageClass: sc.Cluster.StorageClassName(), NoService: s.Service != nil && !*s.Service}); err != nil {
 			return nil, err
 		}
 		if len(sc.Churn.StatefulSets) > 0 && !slices.Contains(sc.Churn.StatefulSets, s.Name) {
@@ -337,7 +372,12 @@ func createWorkload(ctx context.Context, client kubernetes.Interface, sc *scenar
 }
 
 func printKept(w io.Writer, c cluster.Cluster) {
-	fmt.Fprintf(w, ">> cluster kept running (KEEP=1)\n   kubeconfig: %s\n", c.Kubeconfig())
+	if d, ok := c.(cluster.DownArgsCluster); ok {
+		fmt.Fprintf(w, ">> the run's namespace %s is kept, with its workload and volumes (KEEP=1)\n   kubeconfig: %s\n", Namespace, c.Kubeconfig())
+		fmt.Fprintf(w, "   remove it with: go run ./tools/strandlab down %s\n", strings.Join(d.DownArgs(), " "))
+	} else {
+		fmt.Fprintf(w, ">> cluster kept running (KEEP=1)\n   kubeconfig: %s\n", c.Kubeconfig())
+	}
 	if d, ok := c.(cluster.StateDirCluster); ok {
 		fmt.Fprintf(w, "   stop it with: go run ./tools/strandlab down %s\n", d.StateDir())
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/clustertest"
+	"github.com/strandlab/strandlab/internal/cluster/existing"
 	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/pinning"
@@ -167,5 +168,85 @@ func TestRunIDOf(t *testing.T) {
 		if got := runIDOf(now, tc.name, tc.suffix); got != tc.want {
 			t.Errorf("runIDOf(%q, %q) = %q, want %q", tc.name, tc.suffix, got, tc.want)
 		}
+	}
+}
+
+// checking is a provider that refuses specs as the existing provider does,
+// and records what it was asked.
+type checking struct {
+	clustertest.Provider
+	asked *[]cluster.Spec
+}
+
+func (p checking) CheckSpec(s cluster.Spec) error {
+	*p.asked = append(*p.asked, s)
+	return existing.CheckSpec(s)
+}
+
+// Prepare asks a SpecChecker about the spec each build would start with
+// and refuses, before any cluster is touched, naming the scenario fields.
+func TestPrepareAsksTheSpecChecker(t *testing.T) {
+	var asked []cluster.Spec
+	registry := cluster.NewRegistry(clustertest.BuildsProvider{Provider: clustertest.Provider{ProviderName: "local"}},
+		checking{Provider: clustertest.Provider{ProviderName: "existing"}, asked: &asked})
+	plain := strings.Replace(minimal, "provider: local", "provider: existing", 1)
+	tests := []struct {
+		name, scenario string
+		want           []string // fields the error names; none: accepted
+	}{
+		{"plain churn", plain, nil},
+		{"proxy: {} holds nothing back", plain + "proxy: {}\n", nil},
+		{"another storage class", strings.Replace(plain, "nodes: 1", "nodes: 1, storageClass: standard", 1), nil},
+		{"proxy rules", plain + "proxy: {rules: [{resource: nodes, predicate: volumesAttachedRemoved, delay: {fixed: 3s}}]}\n", []string{"proxy.rules"}},
+		{"proxy throttling", plain + "proxy: {qps: 5}\n", []string{"proxy.qps"}},
+		{"pinning", plain + "scheduling: {pinning: sticky}\n", []string{"scheduling.pinning"}},
+		{"the simulated kubelets' pace", strings.Replace(plain, "nodes: 1", "nodes: 1, nodeStatusUpdateFrequency: 1s", 1), []string{"cluster.nodeStatusUpdateFrequency"}},
+		{"strandlab's CSI driver", strings.Replace(plain, "nodes: 1", "nodes: 1, csiDriver: x.csi.example.com", 1), []string{"cluster.csiDriver"}},
+		{"all at once", strings.Replace(plain, "nodes: 1", "nodes: 1, nodeStatusUpdateFrequency: 1s", 1) +
+			"scheduling: {pinning: sticky}\nproxy: {rules: [{resource: nodes, delay: {fixed: 3s}}]}\n",
+			[]string{"cluster.nodeStatusUpdateFrequency", "scheduling.pinning", "proxy.rules"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			asked = nil
+			_, err := Prepare(context.Background(), Options{ScenarioPath: writeScenario(t, tc.scenario), Cycles: -1, RepoRoot: "../..", Providers: registry})
+			if len(tc.want) == 0 {
+				if err != nil {
+					t.Fatalf("Prepare: %v", err)
+				}
+			} else {
+				if err == nil || !strings.Contains(err.Error(), `provider "existing" cannot run it`) {
+					t.Fatalf("Prepare = %v, want a refusal", err)
+				}
+				for _, f := range tc.want {
+					if !strings.Contains(err.Error(), "\n"+f+": ") {
+						t.Errorf("error does not name %s on a line of its own:\n%v", f, err)
+					}
+				}
+			}
+			if len(asked) != 1 || asked[0].Namespace != Namespace || asked[0].Name != "t-stock" || asked[0].ControllerManager != "" {
+				t.Errorf("asked about %+v, want one spec for build stock in namespace %s", asked, Namespace)
+			}
+		})
+	}
+	// A provider that is no SpecChecker is not asked: local runs them all.
+	if _, err := Prepare(context.Background(), Options{ScenarioPath: writeScenario(t, minimal+"scheduling: {pinning: sticky}\n"), Cycles: -1, RepoRoot: "../..", Providers: registry}); err != nil {
+		t.Errorf("local: %v", err)
+	}
+}
+
+func TestClusterSpec(t *testing.T) {
+	sc, err := scenario.Parse([]byte(strings.Replace(minimal, "provider: local, nodes: 1", "provider: existing, nodes: 2, storageClass: fast", 1)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := clusterSpec(sc, "stock", "/bin/kcm", "/out/stock", true)
+	if got.Name != "t-stock" || got.Nodes != 2 || got.OutputDir != "/out/stock" || !got.Keep || got.ControllerManager != "/bin/kcm" ||
+		got.Namespace != Namespace || got.StorageClass != "fast" || got.Proxy != nil || got.Pinning != nil {
+		t.Errorf("clusterSpec = %+v", got)
+	}
+	plain, _ := scenario.Parse([]byte(minimal))
+	if got := clusterSpec(plain, "fix", "", "/o", false); got.StorageClass != "strandlab-hostpath" {
+		t.Errorf("default storage class %q", got.StorageClass)
 	}
 }

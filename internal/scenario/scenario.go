@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/strandlab/strandlab/internal/fault"
+	"github.com/strandlab/strandlab/manifests"
 )
 
 // Scenario is one experiment.
@@ -77,7 +78,14 @@ type RateRange struct {
 type Cluster struct {
 	// Provider: local (default), kind or existing.
 	Provider string `json:"provider,omitempty"`
-	Nodes    int    `json:"nodes"`
+	// Nodes: the local and kind providers start this many worker nodes;
+	// the existing provider needs at least this many schedulable ones.
+	Nodes int `json:"nodes"`
+	// StorageClass of the workload's PVCs (default strandlab-hostpath,
+	// the class of strandlab's CSI driver, the only one the local and kind
+	// providers have). The existing provider uses the cluster's class of
+	// this name (docs/existing.md).
+	StorageClass string `json:"storageClass,omitempty"`
 	// CSIDriver is the CSI driver's name (default hostpath.csi.k8s.io).
 	CSIDriver string `json:"csiDriver,omitempty"`
 	// NodeStatusUpdateFrequency of the (simulated) kubelets; default 10s as
@@ -168,7 +176,18 @@ type Duration = fault.Duration
 var (
 	dnsLabel      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$`)
 	csiDriverName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$`)
+	// dnsSubdomain: a Kubernetes object name such as a StorageClass's.
+	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
 )
+
+// StorageClassName is the StorageClass of the workload's PVCs:
+// cluster.storageClass, default strandlab-hostpath.
+func (c Cluster) StorageClassName() string {
+	if c.StorageClass == "" {
+		return manifests.StorageClassName
+	}
+	return c.StorageClass
+}
 
 // Load reads and validates a scenario file, naming it after the file when it
 // has no name (DefaultName).
@@ -243,6 +262,14 @@ func (s *Scenario) Validate() error {
 	}
 	if d := s.Cluster.NodeStatusReportFrequency.Duration; d != 0 && (d < 100*time.Millisecond || d > time.Hour) {
 		return fmt.Errorf("cluster.nodeStatusReportFrequency: %v out of range [100ms, 1h]", d)
+	}
+	if c := s.Cluster.StorageClass; c != "" {
+		if !dnsSubdomain.MatchString(c) {
+			return fmt.Errorf("cluster.storageClass: %q is not a valid StorageClass name (DNS subdomain: lower-case letters, digits, '-', '.', at most 253 characters)", c)
+		}
+		if c != manifests.StorageClassName && s.Cluster.Provider != "existing" {
+			return fmt.Errorf("cluster.storageClass: %q: the %s provider's only class is %s (strandlab's CSI driver); another class is for the existing provider", c, s.Cluster.Provider, manifests.StorageClassName)
+		}
 	}
 	if s.Cluster.FailedMountOnTimeout && s.Cluster.Provider != "local" {
 		return fmt.Errorf("cluster.failedMountOnTimeout: only the local provider's simulated kubelets can be told; the %s provider's kubelets record what their version records", s.Cluster.Provider)

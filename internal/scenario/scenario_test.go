@@ -31,6 +31,23 @@ func TestParseAppliesDefaults(t *testing.T) {
 	}
 }
 
+func TestStorageClass(t *testing.T) {
+	tests := []struct{ yaml, want string }{
+		{valid, "strandlab-hostpath"},
+		{strings.Replace(valid, "nodes: 3", "nodes: 3, storageClass: strandlab-hostpath", 1), "strandlab-hostpath"},
+		{strings.Replace(valid, "nodes: 3", "nodes: 3, provider: existing, storageClass: fast-ssd.example.com", 1), "fast-ssd.example.com"},
+	}
+	for _, tc := range tests {
+		s, err := Parse([]byte(tc.yaml))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Cluster.StorageClassName(); got != tc.want {
+			t.Errorf("StorageClassName() = %q, want %q", got, tc.want)
+		}
+	}
+}
+
 func TestBandFor(t *testing.T) {
 	s, err := Parse([]byte(valid + "builds: [stock, fix]\nexpect:\n  stock: {stranded: {min: 1}, firstCycle: stranded}\n  '*': {stranded: {max: 0}}\n"))
 	if err != nil {
@@ -54,6 +71,9 @@ func TestParseRejectsBadInputNamingTheField(t *testing.T) {
 		{"nodes out of range", strings.Replace(valid, "nodes: 3", "nodes: 0", 1), "cluster.nodes"},
 		{"report frequency out of range", strings.Replace(valid, "nodes: 3", "nodes: 3, nodeStatusReportFrequency: 10ms", 1), "cluster.nodeStatusReportFrequency"},
 		{"failedMountOnTimeout on kind", strings.Replace(valid, "nodes: 3", "nodes: 3, provider: kind, failedMountOnTimeout: true", 1), "cluster.failedMountOnTimeout"},
+		{"storage class not a DNS subdomain", strings.Replace(valid, "nodes: 3", "nodes: 3, provider: existing, storageClass: Fast_SSD", 1), "cluster.storageClass: \"Fast_SSD\" is not a valid StorageClass name"},
+		{"another storage class on local", strings.Replace(valid, "nodes: 3", "nodes: 3, storageClass: standard", 1), "cluster.storageClass: \"standard\": the local provider's only class is strandlab-hostpath"},
+		{"another storage class on kind", strings.Replace(valid, "nodes: 3", "nodes: 3, provider: kind, storageClass: standard", 1), "cluster.storageClass: \"standard\": the kind provider's only class"},
 		{"bad provider", strings.Replace(valid, "nodes: 3", "nodes: 3, provider: minikube", 1), "cluster.provider"},
 		{"no statefulsets", "cluster: {nodes: 1}\nchurn: {cycles: 1}\n", "workload.statefulSets"},
 		{"bad statefulset name", strings.Replace(valid, "name: web", "name: Web_1", 1), "workload.statefulSets[0].name"},

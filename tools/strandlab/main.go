@@ -2,6 +2,8 @@
 //
 //	strandlab run --scenario scenarios/seed-122413.yaml,scenarios/control.yaml
 //	strandlab down /tmp/strandlab-smoke-stock-123
+//	strandlab run --provider existing --kubeconfig F --cluster-owner-consent --scenario scenarios/existing-control.yaml
+//	strandlab down --kubeconfig F --namespace strandlab
 //	strandlab merge _output/reports/<run-a> _output/reports/<run-b>
 //	strandlab shards --shards 8
 package main
@@ -21,6 +23,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/cluster/existing"
 	"github.com/strandlab/strandlab/internal/cluster/kind"
 	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/report"
@@ -92,6 +95,7 @@ func runCommand() *cobra.Command {
 		builds    string
 		seed      int64
 		check     bool
+		ext       existingFlags
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -105,10 +109,22 @@ starts. The reports' paths are printed last, one per line.
 Exit status: 0 when the runs completed (whatever they measured), 130 when
 interrupted (a partial report is written), 3 with --check when a build's
 outcome is outside the scenario's expect band, 1 when the harness itself
-failed (a report.json that cannot be read back included).`,
+failed (a report.json that cannot be read back included).
+
+--provider existing runs on a cluster strandlab did not create, the one
+--kubeconfig (or KUBECONFIG) names, and only with --cluster-owner-consent:
+it creates the namespace strandlab (labelled
+app.kubernetes.io/managed-by=strandlab; refused if it exists), churns the
+scenario's StatefulSets there with the cluster's own controller, and at the
+end deletes the namespace and waits until its volumes and their
+VolumeAttachments are gone. It refuses scenarios with proxy faults
+(proxy.rules ...), pinning (scheduling.pinning), controller builds other
+than stock (builds) or simulated-kubelet settings, naming the field, before
+anything is touched. See docs/existing.md.`,
 		Example: `  strandlab run --scenario scenarios/seed-122413.yaml
   strandlab run --scenario scenarios/seed-122413.yaml,scenarios/control.yaml --builds stock
-  strandlab run --scenario scenarios/soak.yaml --cycles 5000 --seed 7`,
+  strandlab run --scenario scenarios/soak.yaml --cycles 5000 --seed 7
+  strandlab run --scenario scenarios/existing-control.yaml --provider existing --kubeconfig ~/.kube/lab --cluster-owner-consent`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if builds != "" {
@@ -131,7 +147,7 @@ failed (a report.json that cannot be read back included).`,
 				opts.OutputDir = filepath.Join(opts.RepoRoot, opts.OutputDir)
 			}
 			opts.Progress = os.Stderr
-			opts.Providers = providers(opts.RepoRoot, os.Stderr)
+			opts.Providers = providers(opts.RepoRoot, os.Stderr, ext.provider(os.Getenv("KUBECONFIG"), os.Stderr))
 			// All scenarios are checked before the first cluster starts.
 			prepared := make([]*scenario.Scenario, len(scenarios))
 			for i, path := range scenarios {
@@ -187,7 +203,31 @@ failed (a report.json that cannot be read back included).`,
 	f.BoolVar(&check, "check", false, "exit 3 when a build's outcome is outside the scenario's expect band (CI smoke checks)")
 	f.StringVar(&opts.OutputDir, "output", "_output", "output directory (relative to the repository root)")
 	f.StringVar(&opts.RunIDSuffix, "run-id-suffix", "", "append -SUFFIX to the run id (and report directory): shards of one scenario run in the same second stay distinct for strandlab merge")
+	ext.register(cmd)
 	return cmd
+}
+
+// existingFlags are run's flags for the existing provider.
+type existingFlags struct {
+	kubeconfig string
+	consent    bool
+}
+
+func (e *existingFlags) register(cmd *cobra.Command) {
+	f := cmd.Flags()
+	f.StringVar(&e.kubeconfig, "kubeconfig", "", "--provider existing: the cluster's kubeconfig, its current context (default: $KUBECONFIG; never ~/.kube/config)")
+	f.BoolVar(&e.consent, strings.TrimPrefix(existing.ConsentFlag, "--"), false,
+		"--provider existing: the cluster's owner agrees that strandlab creates the namespace strandlab there, churns StatefulSet pods and their volumes in it, and deletes it afterwards (make: CLUSTER_OWNER_CONSENT=1)")
+}
+
+// provider is the existing provider these flags configure; the flag wins
+// over KUBECONFIG (env).
+func (e *existingFlags) provider(env string, progress io.Writer) *existing.Provider {
+	kubeconfig := e.kubeconfig
+	if kubeconfig == "" {
+		kubeconfig = env
+	}
+	return &existing.Provider{Kubeconfig: kubeconfig, Consent: e.consent, Progress: progress}
 }
 
 // checkReports reads the reports a run wrote and prints every unmet
@@ -234,25 +274,48 @@ func expectationsUnmet(reportJSON string) ([]string, error) {
 }
 
 // providers are the cluster providers strandlab can run on.
-func providers(repoRoot string, progress io.Writer) *cluster.Registry {
+func providers(repoRoot string, progress io.Writer, ext *existing.Provider) *cluster.Registry {
 	return cluster.NewRegistry(
 		&local.Provider{RepoRoot: repoRoot, Progress: progress},
 		&kind.Provider{RepoRoot: repoRoot, Progress: progress, NodeImage: os.Getenv(kind.NodeImageEnv)},
+		ext,
 	)
 }
 
 func downCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "down DIR",
-		Short: "Stop a cluster left running with --keep (DIR is printed by run)",
-		Args:  cobra.ExactArgs(1),
+	var kubeconfig, namespace string
+	cmd := &cobra.Command{
+		Use:   "down DIR | down --kubeconfig FILE [--namespace NS]",
+		Short: "Stop a cluster left running with --keep (DIR is printed by run), or remove a kept existing-provider run's namespace",
+		Long: `Stop a local or kind cluster left running with --keep: DIR is the state
+directory run printed.
+
+With --kubeconfig (the existing provider), remove what a kept or killed run
+left on that cluster: the namespace (only if strandlab created it: label
+app.kubernetes.io/managed-by=strandlab) with everything in it, then wait
+until its PersistentVolumes and their VolumeAttachments are gone (at most
+5 minutes; what is left is named).`,
+		Example: `  strandlab down /tmp/strandlab-smoke-stock-123
+  strandlab down --kubeconfig ~/.kube/lab --namespace strandlab`,
+		Args: func(cmd *cobra.Command, args []string) error {
+			if kubeconfig != "" {
+				return cobra.NoArgs(cmd, args)
+			}
+			return cobra.ExactArgs(1)(cmd, args)
+		},
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if kubeconfig != "" {
+				return existing.Down(cmd.Context(), kubeconfig, namespace, os.Stderr)
+			}
 			if kind.IsStateDir(args[0]) {
 				return kind.Down(cmd.Context(), args[0])
 			}
 			return local.Down(cmd.Context(), args[0])
 		},
 	}
+	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the existing provider's cluster: remove a kept run's namespace there instead of stopping DIR")
+	cmd.Flags().StringVar(&namespace, "namespace", runner.Namespace, "with --kubeconfig: the run's namespace")
+	return cmd
 }
 
 func validateCommand() *cobra.Command {

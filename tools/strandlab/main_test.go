@@ -2,7 +2,9 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -75,5 +77,34 @@ func TestCheckReports(t *testing.T) {
 				t.Errorf("printed %q, want %q", out.String(), tc.wantPrint)
 			}
 		})
+	}
+}
+
+func TestExistingFlags(t *testing.T) {
+	e := existingFlags{}
+	if p := e.provider("/env/config", nil); p.Kubeconfig != "/env/config" || p.Consent {
+		t.Errorf("from KUBECONFIG: %+v", p)
+	}
+	e = existingFlags{kubeconfig: "/flag/config", consent: true}
+	if p := e.provider("/env/config", nil); p.Kubeconfig != "/flag/config" || !p.Consent {
+		t.Errorf("the flag must win: %+v", p)
+	}
+}
+
+// Without --cluster-owner-consent, `run --provider existing` fails before
+// anything is touched or written, saying what the flag means.
+func TestRunExistingWithoutConsent(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "out")
+	cmd := runCommand()
+	cmd.SetArgs([]string{"--scenario", "../../scenarios/existing-control.yaml", "--kubeconfig", "/nonexistent/kubeconfig", "--output", out})
+	cmd.SetContext(context.Background())
+	cmd.SetOut(io.Discard)
+	cmd.SetErr(io.Discard)
+	err := cmd.Execute()
+	if err == nil || !strings.Contains(err.Error(), `provider "existing" is not available here: --cluster-owner-consent not given: the existing provider creates a namespace`) {
+		t.Fatalf("run = %v", err)
+	}
+	if _, serr := os.Stat(out); !os.IsNotExist(serr) {
+		t.Errorf("the output directory was created: %v", serr)
 	}
 }
