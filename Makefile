@@ -88,6 +88,13 @@ kind-image: ## build the offline kind node image (no registry; cached by its inp
 images: ## build the FROM-scratch images of the programs run inside kind clusters (prints name=tag)
 	@tools/images/build.sh $(OUTPUT)
 
+# IMAGE_BUILDS: the controller builds the strandlab image carries besides stock.
+IMAGE_BUILDS ?= fix
+
+.PHONY: image
+image: ## build the strandlab image: the local provider with its binaries and IMAGE_BUILDS (default fix), for the soak Job (prints strandlab=tag)
+	@tools/images/build-strandlab.sh $(OUTPUT) $(IMAGE_BUILDS)
+
 .PHONY: clean
 clean: ## remove build outputs and reports (keeps the Go caches)
 	rm -rf $(OUTPUT)

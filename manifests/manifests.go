@@ -44,3 +44,31 @@ var (
 	//go:embed strandscan/rbac.yaml
 	StrandscanRBAC []byte
 )
+
+// The soak Job (soak-job/, docs/soak-job.md): shards of a scenario as an
+// Indexed Job of the strandlab image, and the Job that merges their reports.
+var (
+	// SoakJobNamespace is soak-job/namespace.yaml.
+	//
+	//go:embed soak-job/namespace.yaml
+	SoakJobNamespace []byte
+
+	// SoakJobReportsPVC is soak-job/reports-pvc.yaml: the reports volume.
+	//
+	//go:embed soak-job/reports-pvc.yaml
+	SoakJobReportsPVC []byte
+
+	// SoakJobShards is soak-job/shards.yaml: the Indexed Job of the shards.
+	//
+	//go:embed soak-job/shards.yaml
+	SoakJobShards []byte
+
+	// SoakJobMerge is soak-job/merge.yaml: the Job that pools their reports.
+	//
+	//go:embed soak-job/merge.yaml
+	SoakJobMerge []byte
+)
+
+// SoakJobImage is the image the soak Job's manifests name, for the tag
+// tools/images/build-strandlab.sh prints.
+const SoakJobImage = "strandlab/strandlab:dev"

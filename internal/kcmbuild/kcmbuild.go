@@ -366,7 +366,9 @@ func Cached(ctx context.Context, repoRoot string, s Spec) (string, bool, error) 
 // when it is not cached. Stock is the binary of upstream.Ensure (built by
 // tools/upstream/build.sh, never rebuilt here). Progress, including the go
 // command's output, goes to progress. A build that fails, or a patch that
-// does not apply, leaves nothing in the cache.
+// does not apply, leaves nothing in the cache. In prebuilt mode
+// (upstream.PrebuiltEnv, the strandlab image) nothing is built and no go
+// command runs: a build that is not in the cache is an error naming it.
 func Build(ctx context.Context, repoRoot, name string, progress io.Writer) (Result, error) {
 	if progress == nil {
 		progress = io.Discard

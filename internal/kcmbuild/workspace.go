@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/upstream"
 )
 
 // upstreamLink is the workspace's symlink to the upstream module source.
@@ -51,7 +52,22 @@ type module struct {
 
 // resolve finds the version and source directory of t.module as pinned
 // by t.toolsDir, downloading it when it is not in the module cache yet.
+// In prebuilt mode (upstream.PrebuiltEnv) it runs no go command: the
+// version is the one the prebuilt binaries' versions.txt gives t.binary,
+// and there is no source directory.
 func resolve(ctx context.Context, t target) (module, error) {
+	if dir, ok, err := upstream.Prebuilt(); err != nil {
+		return module{}, err
+	} else if ok {
+		versions, err := upstream.ReadVersions(dir)
+		if err != nil {
+			return module{}, fmt.Errorf("%s=1: %w", upstream.PrebuiltEnv, err)
+		}
+		if versions[t.binary] == "" {
+			return module{}, fmt.Errorf("%s=1: %s/versions.txt gives no version of %s", upstream.PrebuiltEnv, dir, t.binary)
+		}
+		return module{Path: t.module, Version: versions[t.binary]}, nil
+	}
 	list := func() (module, error) {
 		out, err := goOutput(ctx, t.toolsDir, "list", "-m", "-json", t.module)
 		if err != nil {
@@ -273,6 +289,10 @@ func build(ctx context.Context, t target, s Spec, progress io.Writer) (Result, e
 		fmt.Fprintf(progress, ">> kcm %s: cached (%s)\n", s.Name, final)
 		return Result{Binary: final, Provenance: prov, Cached: true}, nil
 	}
+	if _, ok, _ := upstream.Prebuilt(); ok {
+		return Result{}, fmt.Errorf("controller build %s (patch %s) is not prebuilt here: no %s, and %s=1 builds nothing (tools/images/build-strandlab.sh puts builds into the image)",
+			s.Name, short(sha), final, upstream.PrebuiltEnv)
+	}
 
 	mod, src, _, w, err := prepare(ctx, t, s, nil)
 	if err != nil {
@@ -330,6 +350,9 @@ func build(ctx context.Context, t target, s Spec, progress io.Writer) (Result, e
 // (test/integration/...) run only the tests s defines there, with etcd on
 // PATH; every other package runs all its tests.
 func test(ctx context.Context, t target, s Spec, out io.Writer, onStock bool) error {
+	if _, ok, _ := upstream.Prebuilt(); ok {
+		return fmt.Errorf("testing build %s needs the go command and upstream's sources; %s=1 has neither", s.Name, upstream.PrebuiltEnv)
+	}
 	var keep func(string) bool
 	if onStock {
 		keep = isTestFile

@@ -42,10 +42,64 @@ type Binaries struct {
 // versions.txt), skipping the build step.
 const BinDirEnv = "STRANDLAB_BIN_DIR"
 
+// PrebuiltEnv, set to "1", is the prebuilt mode of a machine without the go
+// command (the strandlab image, docs/soak-job.md): BinDirEnv holds every
+// binary a local cluster runs, strandlab's own included, and nothing is
+// built. A missing binary is an error naming it; internal/kcmbuild then
+// only finds controller builds, never builds one.
+const PrebuiltEnv = "STRANDLAB_PREBUILT"
+
+// Prebuilt reports whether the prebuilt mode is on, and its directory
+// (BinDirEnv). Prebuilt mode without BinDirEnv is an error.
+func Prebuilt() (dir string, ok bool, err error) {
+	switch v := os.Getenv(PrebuiltEnv); v {
+	case "", "0":
+		return "", false, nil
+	case "1":
+	default:
+		return "", true, fmt.Errorf("%s=%q: want 1 (prebuilt binaries, no go command) or unset", PrebuiltEnv, v)
+	}
+	if dir = os.Getenv(BinDirEnv); dir == "" {
+		return "", true, fmt.Errorf("%s=1: %s is not set: it names the directory of the prebuilt binaries", PrebuiltEnv, BinDirEnv)
+	}
+	return dir, true, nil
+}
+
+// CheckPrebuilt says whether the prebuilt mode is on and, when it is,
+// whether every binary is there (the error names the first one missing).
+// A provider's Available calls it: in prebuilt mode the go command is not
+// needed.
+func CheckPrebuilt() (bool, error) {
+	_, ok, err := prebuiltBinaries()
+	return ok, err
+}
+
+// prebuiltBinaries returns the binaries of the prebuilt mode's directory,
+// all of them checked.
+func prebuiltBinaries() (Binaries, bool, error) {
+	dir, ok, err := Prebuilt()
+	if !ok || err != nil {
+		return Binaries{}, ok, err
+	}
+	for _, p := range layout(dir).paths() {
+		if st, err := os.Stat(p); err != nil || st.Mode()&0o111 == 0 {
+			return Binaries{}, true, fmt.Errorf("%s=1: %s is missing or not executable: %s=%s must hold every binary of a local cluster (nothing is built in prebuilt mode)",
+				PrebuiltEnv, filepath.Base(p), BinDirEnv, dir)
+		}
+	}
+	b, err := FromDir(dir)
+	return b, true, err
+}
+
 // Ensure returns the binaries, building what is missing. Progress of the
 // builds goes to progress. repoRoot is the strandlab checkout. It refuses,
-// building nothing, under make unit (process.UnitOnlyEnv).
+// building nothing, under make unit (process.UnitOnlyEnv). In prebuilt mode
+// (PrebuiltEnv) it builds nothing and runs no go command: it returns the
+// binaries of BinDirEnv, or names the one that is missing.
 func Ensure(ctx context.Context, repoRoot string, progress io.Writer) (Binaries, error) {
+	if b, ok, err := prebuiltBinaries(); ok || err != nil {
+		return b, err
+	}
 	if err := process.CheckUnitOnly("building the cluster binaries (upstream.Ensure)"); err != nil {
 		return Binaries{}, err
 	}
@@ -77,13 +131,18 @@ func Ensure(ctx context.Context, repoRoot string, progress io.Writer) (Binaries,
 
 // Check reports the first binary that is missing or not executable.
 func (b Binaries) Check() error {
-	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.CSIAttacher, b.CSIProvisioner,
-		b.KubeletSim, b.CSIDriver, b.PinExtender, b.APIProxy} {
+	for _, p := range b.paths() {
 		if err := executable(p); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// paths are every binary of a local cluster.
+func (b Binaries) paths() []string {
+	return []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.CSIAttacher, b.CSIProvisioner,
+		b.KubeletSim, b.CSIDriver, b.PinExtender, b.APIProxy}
 }
 
 func executable(path string) error {
@@ -95,7 +154,41 @@ func executable(path string) error {
 
 // FromDir reads a directory written by tools/upstream/build.sh.
 func FromDir(dir string) (Binaries, error) {
-	b := Binaries{
+	b := layout(dir)
+	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.CSIAttacher, b.CSIProvisioner, b.KubeletSim} {
+		if err := executable(p); err != nil {
+			return Binaries{}, err
+		}
+	}
+	versions, err := ReadVersions(dir)
+	if err != nil {
+		return Binaries{}, err
+	}
+	b.Versions = versions
+	return b, nil
+}
+
+// ReadVersions reads dir/versions.txt (name=version per line, as
+// tools/upstream/build.sh writes it).
+func ReadVersions(dir string) (map[string]string, error) {
+	f, err := os.Open(filepath.Join(dir, "versions.txt"))
+	if err != nil {
+		return nil, fmt.Errorf("read versions: %w", err)
+	}
+	defer f.Close()
+	versions := map[string]string{}
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "="); ok {
+			versions[k] = v
+		}
+	}
+	return versions, sc.Err()
+}
+
+// layout is where the binaries of dir are, none of them checked.
+func layout(dir string) Binaries {
+	return Binaries{
 		Dir:                   dir,
 		Etcd:                  filepath.Join(dir, "etcd"),
 		KubeAPIServer:         filepath.Join(dir, "kube-apiserver"),
@@ -109,23 +202,6 @@ func FromDir(dir string) (Binaries, error) {
 		APIProxy:              filepath.Join(dir, "apiproxy"),
 		Versions:              map[string]string{},
 	}
-	for _, p := range []string{b.Etcd, b.KubeAPIServer, b.KubeControllerManager, b.KubeScheduler, b.CSIAttacher, b.CSIProvisioner, b.KubeletSim} {
-		if err := executable(p); err != nil {
-			return Binaries{}, err
-		}
-	}
-	f, err := os.Open(filepath.Join(dir, "versions.txt"))
-	if err != nil {
-		return Binaries{}, fmt.Errorf("read versions: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		if k, v, ok := strings.Cut(strings.TrimSpace(sc.Text()), "="); ok {
-			b.Versions[k] = v
-		}
-	}
-	return b, sc.Err()
 }
 
 // Components describes the binaries for the report. It asks each binary

@@ -26,8 +26,12 @@ func mergeCommand() *cobra.Command {
 		Long: `Pool the reports of several runs of one scenario into one report of the same
 schema, written like a run's: <output>/reports/<UTC time>-merge-<scenario>/
 report.{json,md}, compare.{md,png}, copied to reports/latest/. Each argument
-is a report directory or a report.json. Counts are summed and the rates,
-intervals and tests recomputed from them; see docs/report.md for the rest.
+is a report directory, a report.json, or a directory of report directories
+(one holding no report.json itself, such as a run's <output>/reports): every
+directory directly under it that holds a report.json is pooled, except
+latest/ (a copy of one of them). At least two reports are pooled. Counts are
+summed and the rates, intervals and tests recomputed from them; see
+docs/report.md for the rest.
 
 Refused, with nothing written (exit 1): reports of different scenarios,
 providers, Kubernetes or component versions, a build whose provenance
@@ -44,8 +48,9 @@ on a pool. With --check (which needs --scenario) an unmet band exits 3, as
 run --check does; the merged report is written and its path printed all the
 same.`,
 		Example: `  strandlab merge _output/reports/20261130-061347-seed-122413 _output/reports/20261130-061721-seed-122413
-  strandlab merge --check --scenario scenarios/soak.yaml shards/*/`,
-		Args: cobra.MinimumNArgs(2),
+  strandlab merge --check --scenario scenarios/soak.yaml shards/*/
+  strandlab merge --scenario scenarios/soak.yaml --output /reports/merged /reports/shards/reports`,
+		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			out, err := outputDir(o.output)
 			if err != nil {
@@ -102,6 +107,10 @@ func mergeReports(paths []string, o mergeOptions, stdout, stderr io.Writer) (str
 	if o.check && o.scenario == "" {
 		return "", errors.New("--check: needs --scenario FILE: reports do not carry their scenario's expect bands")
 	}
+	paths, err := expandReportDirs(paths)
+	if err != nil {
+		return "", err
+	}
 	var sc *scenario.Scenario
 	if o.scenario != "" {
 		var err error
@@ -142,6 +151,49 @@ func mergeReports(paths []string, o mergeOptions, stdout, stderr io.Writer) (str
 	checkErr := checkReports([]string{path}, o.check, stderr)
 	fmt.Fprintln(stdout, path)
 	return path, checkErr
+}
+
+// latestDir is the directory a run or a merge copies its last report to,
+// beside the report directories (docs/design.md, "Report directory").
+const latestDir = "latest"
+
+// expandReportDirs replaces each argument that is a directory without a
+// report.json by the directories directly under it that hold one, sorted,
+// leaving out latest/ (a copy of one of them): a Job's shards write their
+// reports under one directory, and a FROM-scratch image has no shell to
+// expand a glob (docs/soak-job.md). Other arguments are kept as they are.
+func expandReportDirs(args []string) ([]string, error) {
+	var out []string
+	for _, arg := range args {
+		fi, err := os.Stat(arg)
+		if err != nil || !fi.IsDir() {
+			out = append(out, arg)
+			continue
+		}
+		if _, err := os.Stat(filepath.Join(arg, "report.json")); err == nil {
+			out = append(out, arg)
+			continue
+		}
+		entries, err := os.ReadDir(arg)
+		if err != nil {
+			return nil, err
+		}
+		var found []string
+		for _, e := range entries {
+			if !e.IsDir() || e.Name() == latestDir {
+				continue
+			}
+			dir := filepath.Join(arg, e.Name())
+			if _, err := os.Stat(filepath.Join(dir, "report.json")); err == nil {
+				found = append(found, dir)
+			}
+		}
+		if len(found) == 0 {
+			return nil, fmt.Errorf("%s: no report.json in it, nor in any directory directly under it (%s/ left out)", arg, latestDir)
+		}
+		out = append(out, found...)
+	}
+	return out, nil
 }
 
 // pooledExpectation holds a pooled build to sc's band for it, without the

@@ -282,3 +282,64 @@ func TestMergeWithoutScenarioDropsExpectations(t *testing.T) {
 		}
 	}
 }
+
+// A directory of report directories (a soak Job's shards' <output>/reports,
+// docs/soak-job.md) is pooled without a shell glob: every report directory
+// directly under it, but not latest/, the copy of the last one written.
+func TestMergeDirectoryOfReports(t *testing.T) {
+	shards := filepath.Join(t.TempDir(), "reports")
+	for i, c := range []counts{{stranded: 2}, {stranded: 1}, {stranded: 4}} {
+		runID := fmt.Sprintf("20261130-0613%02d-soak-shard-%d", i, i)
+		r, err := report.Read(filepath.Join(writeRunReport(t, runID, "soak", int64(i), true, c, counts{}), "report.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := report.Write(r, filepath.Join(shards, runID), filepath.Join(shards, "latest")); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Neither a file nor a directory without a report is a run.
+	if err := os.MkdirAll(filepath.Join(shards, "empty"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(shards, "notes.txt"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	output := filepath.Join(t.TempDir(), "_output")
+	now := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	var stdout, stderr bytes.Buffer
+	path, err := mergeReports([]string{shards}, mergeOptions{output: output, now: now}, &stdout, &stderr)
+	if err != nil {
+		t.Fatalf("merge %s: %v\n%s", shards, err, stderr.String())
+	}
+	m, err := report.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.MergedFrom) != 3 || m.Builds[0].Stranded != 7 || m.Builds[0].Cycles != 3000 {
+		t.Errorf("merged from %v: stock stranded %d in %d cycles, want the 3 shards: 7 in 3000", m.MergedFrom, m.Builds[0].Stranded, m.Builds[0].Cycles)
+	}
+	if fmt.Sprint(m.Seeds) != "[0 1 2]" {
+		t.Errorf("seeds %v, want [0 1 2]", m.Seeds)
+	}
+
+	// A directory with no report under it is refused, naming it.
+	empty := t.TempDir()
+	if _, err := mergeReports([]string{empty}, mergeOptions{output: output, now: now}, &stdout, &stderr); err == nil ||
+		!strings.Contains(err.Error(), empty+": no report.json in it") {
+		t.Errorf("merge of an empty directory: %v", err)
+	}
+	// One report alone is refused by the merge itself.
+	one := filepath.Join(t.TempDir(), "reports")
+	r, err := report.Read(filepath.Join(writeRunReport(t, "20261130-061300-soak-shard-0", "soak", 0, true, counts{}, counts{}), "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := report.Write(r, filepath.Join(one, r.RunID), filepath.Join(one, "latest")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mergeReports([]string{one}, mergeOptions{output: output, now: now}, &stdout, &stderr); err == nil ||
+		!strings.Contains(err.Error(), "at least two are needed") {
+		t.Errorf("merge of a directory of one report: %v", err)
+	}
+}

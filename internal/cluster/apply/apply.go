@@ -12,6 +12,7 @@ import (
 	"io"
 
 	appsv1 "k8s.io/api/apps/v1"
+	batchv1 "k8s.io/api/batch/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	storagev1 "k8s.io/api/storage/v1"
@@ -56,6 +57,12 @@ func Create(ctx context.Context, client kubernetes.Interface, docs ...[]byte) er
 	if err != nil {
 		return err
 	}
+	return CreateObjects(ctx, client, objs...)
+}
+
+// CreateObjects creates objs (as Decode returns them, possibly changed by
+// the caller) in order; objects that exist already are left as they are.
+func CreateObjects(ctx context.Context, client kubernetes.Interface, objs ...runtime.Object) error {
 	for _, o := range objs {
 		if err := create(ctx, client, o); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create %s: %w", describe(o), err)
@@ -80,6 +87,12 @@ func create(ctx context.Context, client kubernetes.Interface, o runtime.Object) 
 		_, err = client.CoreV1().ServiceAccounts(o.Namespace).Create(ctx, o, opts)
 	case *corev1.ConfigMap:
 		_, err = client.CoreV1().ConfigMaps(o.Namespace).Create(ctx, o, opts)
+	case *corev1.Namespace:
+		_, err = client.CoreV1().Namespaces().Create(ctx, o, opts)
+	case *corev1.PersistentVolumeClaim:
+		_, err = client.CoreV1().PersistentVolumeClaims(o.Namespace).Create(ctx, o, opts)
+	case *batchv1.Job:
+		_, err = client.BatchV1().Jobs(o.Namespace).Create(ctx, o, opts)
 	case *appsv1.Deployment:
 		_, err = client.AppsV1().Deployments(o.Namespace).Create(ctx, o, opts)
 	case *appsv1.DaemonSet:

@@ -59,16 +59,27 @@ func (p *Provider) runScript(ctx context.Context, progress io.Writer, script, wh
 	return stdout.String(), nil
 }
 
-// loadImages saves the images once and imports them into every node's
-// containerd (what `kind load docker-image` does, through kind's library).
+// loadImages loads the in-cluster programs' images into every node.
 func (c *Cluster) loadImages(ctx context.Context, images map[string]string) error {
-	archive := filepath.Join(c.dir, "images.tar")
-	defer os.Remove(archive)
 	tags := make([]string, 0, len(images))
 	for _, tag := range images {
 		tags = append(tags, tag)
 	}
 	sort.Strings(tags)
+	return c.LoadImages(ctx, tags...)
+}
+
+// LoadImages saves the images tags (of the host's Docker) once and imports
+// them into every node's containerd (what `kind load docker-image` does,
+// through kind's library), so pods can run them without a registry.
+func (c *Cluster) LoadImages(ctx context.Context, tags ...string) error {
+	f, err := os.CreateTemp(c.dir, "images-*.tar")
+	if err != nil {
+		return err
+	}
+	archive := f.Name()
+	f.Close()
+	defer os.Remove(archive)
 	if proc := gexe.RunProcWithContext(ctx, "docker save -o "+archive+" "+strings.Join(tags, " ")); !proc.IsSuccess() {
 		return fmt.Errorf("docker save %s: %s", strings.Join(tags, " "), firstLine(proc.Result()))
 	}

@@ -72,6 +72,10 @@ func (p *Provider) Available(ctx context.Context) error {
 	if p.Binaries.Dir != "" {
 		return p.Binaries.Check()
 	}
+	// The strandlab image: every binary prebuilt, no go command.
+	if prebuilt, err := upstream.CheckPrebuilt(); prebuilt || err != nil {
+		return err
+	}
 	if _, err := exec.LookPath("go"); err != nil {
 		return fmt.Errorf("the go command is needed to build the pinned binaries: %w", err)
 	}
