@@ -143,6 +143,33 @@ func (p *Process) WaitReady(ctx context.Context, interval time.Duration, check f
 	}
 }
 
+// WaitReadyRestarting is WaitReady for a component that a kubelet would
+// restart: when p exits before it is ready, it is started again, at most
+// restarts times, and the process that became ready is returned. It is for
+// programs whose own start gives up early under load (the CSI sidecars
+// allow their driver one second to list its capabilities), which in a real
+// deployment only costs a container restart.
+func (g *Group) WaitReadyRestarting(ctx context.Context, p *Process, interval time.Duration, check func(context.Context) error, restarts int) (*Process, error) {
+	for attempt := 1; ; attempt++ {
+		err := p.WaitReady(ctx, interval, check)
+		if err == nil {
+			return p, nil
+		}
+		select {
+		case <-p.Exited():
+		default:
+			return p, err // not ready in time, or cancelled: no restart helps
+		}
+		if attempt > restarts || ctx.Err() != nil {
+			return p, err
+		}
+		klog.InfoS("Component exited before it was ready; starting it again", "component", p.Name, "restart", attempt, "maxRestarts", restarts, "exit", p.ExitError())
+		if p, err = g.Restart(p, 0); err != nil {
+			return p, err
+		}
+	}
+}
+
 // Restart stops p (SIGTERM to its group, SIGKILL after grace) and starts its
 // spec again, appending to the same log; the new process replaces p in the
 // group.

@@ -2,6 +2,7 @@ package process
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -106,6 +107,65 @@ func TestWaitReady(t *testing.T) {
 			if tc.wantErr == nil {
 				if err != nil {
 					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.wantErr {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error lacks %q:\n%v", w, err)
+				}
+			}
+		})
+	}
+}
+
+func TestWaitReadyRestarting(t *testing.T) {
+	// The script fails its first `fails` starts (counted in a file), then
+	// becomes ready by creating the ready file.
+	tests := []struct {
+		name     string
+		fails    int
+		restarts int
+		wantErr  []string // nil: ready
+		wantRuns int
+	}{
+		{name: "ready at once", fails: 0, restarts: 2, wantRuns: 1},
+		{name: "exits once, ready after one restart", fails: 1, restarts: 2, wantRuns: 2},
+		{name: "exits on every start: the last exit is the error", fails: 5, restarts: 2,
+			wantErr: []string{"comp exited", "exit status 1", "capability check"}, wantRuns: 3},
+		{name: "no restarts allowed", fails: 1, restarts: 0, wantErr: []string{"comp exited"}, wantRuns: 1},
+	}
+	allowStarts(t)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			runs, ready := filepath.Join(dir, "runs"), filepath.Join(dir, "ready")
+			script := fmt.Sprintf(`echo x >> %[1]s; n=$(wc -l < %[1]s); if [ "$n" -le %[2]d ]; then echo "failed capability check"; exit 1; fi; touch %[3]s; exec sleep 30`, runs, tc.fails, ready)
+			g := &Group{}
+			defer g.Stop(time.Second)
+			p, err := g.Start(shell(t, "comp", script))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			p, err = g.WaitReadyRestarting(ctx, p, 20*time.Millisecond, func(context.Context) error {
+				_, err := os.Stat(ready)
+				return err
+			}, tc.restarts)
+			raw, _ := os.ReadFile(runs)
+			if got := strings.Count(string(raw), "x"); got != tc.wantRuns {
+				t.Errorf("started %d times, want %d", got, tc.wantRuns)
+			}
+			if tc.wantErr == nil {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				if running := g.Running(); len(running) != 1 || running[0] != p {
+					t.Errorf("running %v, want only the ready process %v", running, p)
 				}
 				return
 			}

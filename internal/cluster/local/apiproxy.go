@@ -49,7 +49,7 @@ func (st *starting) startProxy(context.Context) ([]readiness, error) {
 	}
 	// kube-controller-manager (next phase) connects here, once it is ready.
 	st.kcmKubeconfig = kubeconfig
-	return []readiness{{proc, httpGetOK(c.proxyAdmin+"/healthz", nil)}}, nil
+	return []readiness{{proc: proc, check: httpGetOK(c.proxyAdmin+"/healthz", nil)}}, nil
 }
 
 // ProxyCounters reads the proxy's counters.

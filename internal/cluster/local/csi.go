@@ -86,7 +86,15 @@ func (st *starting) startCSI(context.Context) ([]readiness, error) {
 		if err != nil {
 			return err
 		}
-		checks = append(checks, readiness{proc, check})
+		r := readiness{proc: proc, check: check}
+		if spec.Path == b.CSIAttacher || spec.Path == b.CSIProvisioner {
+			// The sidecars give the driver a fixed second to answer their
+			// capability calls at start, and exit when it does not (a
+			// starved machine, e.g. shards sharing cores); in a pod the
+			// kubelet would restart them.
+			r.restarts = 3
+		}
+		checks = append(checks, r)
 		return nil
 	}
 	driverArgs := func(mode, node, sock string) []string {

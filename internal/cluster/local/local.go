@@ -244,7 +244,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		{{"csi", st.startCSI}, {"kube-controller-manager", st.startControllerManager}, {"kube-scheduler", st.startScheduler}, {"kubelets", st.startKubelets}},
 	}
 	for _, phase := range phases {
-		if err := runPhase(ctx, phase); err != nil {
+		if err := runPhase(ctx, c.procs, phase); err != nil {
 			return nil, err
 		}
 	}
@@ -261,7 +261,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 
 // runPhase starts a phase's steps in order, then waits for all of their
 // readiness checks together; errors carry the step's name.
-func runPhase(ctx context.Context, phase []step) error {
+func runPhase(ctx context.Context, procs *process.Group, phase []step) error {
 	type check struct {
 		step string
 		readiness
@@ -280,7 +280,7 @@ func runPhase(ctx context.Context, phase []step) error {
 	var wg sync.WaitGroup
 	for i, chk := range checks {
 		wg.Go(func() {
-			if err := chk.proc.WaitReady(ctx, 100*time.Millisecond, chk.check); err != nil {
+			if _, err := procs.WaitReadyRestarting(ctx, chk.proc, 100*time.Millisecond, chk.check, chk.restarts); err != nil {
 				errs[i] = fmt.Errorf("start %s: %w", chk.step, err)
 			}
 		})
@@ -325,7 +325,7 @@ func (st *starting) startEtcd(context.Context) ([]readiness, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []readiness{{etcd, httpGetOK(fmt.Sprintf("http://127.0.0.1:%d/health", pt.etcdClient), nil)}}, nil
+	return []readiness{{proc: etcd, check: httpGetOK(fmt.Sprintf("http://127.0.0.1:%d/health", pt.etcdClient), nil)}}, nil
 }
 
 // startAPIServer starts kube-apiserver; once it is ready (the phase waits)
@@ -356,7 +356,7 @@ func (st *starting) startAPIServer(context.Context) ([]readiness, error) {
 	if err != nil {
 		return nil, err
 	}
-	return []readiness{{apiserver, st.apiServerReady}}, nil
+	return []readiness{{proc: apiserver, check: st.apiServerReady}}, nil
 }
 
 func (st *starting) apiServerReady(ctx context.Context) error {
@@ -387,7 +387,7 @@ func (st *starting) startControllerManager(context.Context) ([]readiness, error)
 	if err != nil {
 		return nil, err
 	}
-	return []readiness{{kcm, httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", st.ports.controllerManager), selfSigned)}}, nil
+	return []readiness{{proc: kcm, check: httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", st.ports.controllerManager), selfSigned)}}, nil
 }
 
 // selfSigned skips verification of kube-controller-manager's and
@@ -420,7 +420,7 @@ func (st *starting) startScheduler(context.Context) ([]readiness, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(checks, readiness{sched, httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", st.ports.scheduler), selfSigned)}), nil
+	return append(checks, readiness{proc: sched, check: httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", st.ports.scheduler), selfSigned)}), nil
 }
 
 // startKubelets starts one kubelet-sim per node (upstream's CSI plugin,
@@ -450,7 +450,7 @@ func (st *starting) startKubelets(context.Context) ([]readiness, error) {
 		if err != nil {
 			return nil, err
 		}
-		checks = append(checks, readiness{proc, func(ctx context.Context) error { return nodesReady(ctx, st.admin, []string{n}) }})
+		checks = append(checks, readiness{proc: proc, check: func(ctx context.Context) error { return nodesReady(ctx, st.admin, []string{n}) }})
 	}
 	return checks, nil
 }
@@ -506,6 +506,9 @@ func (c *Cluster) RestartAPIServer(ctx context.Context) error {
 type readiness struct {
 	proc  *process.Process
 	check func(context.Context) error
+	// restarts is how many times the component is started again when it
+	// exits before it is ready (process.Group.WaitReadyRestarting).
+	restarts int
 }
 
 // Stop stops every component and removes the state directory. A kept

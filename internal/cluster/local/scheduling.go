@@ -33,5 +33,5 @@ func (st *starting) startExtender() (readiness, []string, error) {
 	if err := os.WriteFile(schedConfig, []byte(conf), 0o644); err != nil {
 		return readiness{}, nil, err
 	}
-	return readiness{proc, httpGetOK("http://"+addr+"/healthz", nil)}, []string{"--config=" + schedConfig}, nil
+	return readiness{proc: proc, check: httpGetOK("http://"+addr+"/healthz", nil)}, []string{"--config=" + schedConfig}, nil
 }
