@@ -8,9 +8,11 @@ package existing
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -18,6 +20,9 @@ import (
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/cache"
+
+	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/runner"
 )
 
 // Witness watches, while a run goes, what it creates that must be gone
@@ -144,4 +149,26 @@ func (w *Witness) AssertNothingLeft(ctx context.Context, t *testing.T, client ku
 	if len(left) > 0 {
 		t.Errorf("the run left on the cluster: %v", left)
 	}
+}
+
+// RunAndRead prepares and runs opts with the harness's runner, as
+// `strandlab run` does, and returns the report it wrote and how long the run
+// took (churn and cleanup).
+func RunAndRead(ctx context.Context, t *testing.T, opts runner.Options) (*report.Report, time.Duration) {
+	t.Helper()
+	sc, err := runner.Prepare(ctx, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	begin := time.Now()
+	dir, err := runner.Run(ctx, opts, sc)
+	if err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	took := time.Since(begin)
+	rep, err := report.Read(filepath.Join(dir, "report.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return rep, took
 }

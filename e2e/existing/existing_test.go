@@ -20,7 +20,6 @@ import (
 	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/existing"
-	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/runner"
 )
 
@@ -180,20 +179,8 @@ func TestControlFiftyCycles(t *testing.T) {
 	kubeconfig := plainKubeconfig(t)
 	witness := Watch(t, client, runner.Namespace)
 	opts := options(t, kubeconfig, true, "existing-control.yaml")
-	sc, err := runner.Prepare(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	begin := time.Now()
-	dir, err := runner.Run(ctx, opts, sc)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	t.Logf("50 cycles and the cleanup took %s", time.Since(begin).Round(time.Second))
-	rep, err := report.Read(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, took := RunAndRead(ctx, t, opts)
+	t.Logf("50 cycles and the cleanup took %s", took.Round(time.Second))
 	if rep.Provider != existing.Name || !rep.Complete || rep.Interrupted || len(rep.Builds) != 1 {
 		t.Fatalf("report: provider %q complete %v interrupted %v builds %d", rep.Provider, rep.Complete, rep.Interrupted, len(rep.Builds))
 	}

@@ -11,7 +11,6 @@ import (
 	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/existing"
-	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/runner"
 )
 
@@ -42,25 +41,13 @@ func TestExistingProvider(t *testing.T) {
 	opts := runner.Options{ScenarioPath: path, Cycles: -1, OutputDir: t.TempDir(), RepoRoot: suite.RepoRoot(t), Progress: os.Stderr,
 		Providers: cluster.NewRegistry(&existing.Provider{Kubeconfig: kubeconfig, Consent: true, Progress: os.Stderr})}
 	witness := e2eexisting.Watch(t, client, runner.Namespace)
-	sc, err := runner.Prepare(ctx, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	begin := time.Now()
-	dir, err := runner.Run(ctx, opts, sc)
-	if err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	rep, err := report.Read(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
+	rep, took := e2eexisting.RunAndRead(ctx, t, opts)
 	if rep.Provider != existing.Name || !rep.Complete || len(rep.Builds) != 1 {
 		t.Fatalf("report: provider %q complete %v builds %d", rep.Provider, rep.Complete, len(rep.Builds))
 	}
 	b := rep.Builds[0]
 	t.Logf("existing on kind: %d cycles, %d stranded, %d not running, %.2f cycles/s, run and cleanup %s",
-		b.Cycles, b.Stranded, b.CyclesNotRunning, b.CyclesPerSecond, time.Since(begin).Round(time.Second))
+		b.Cycles, b.Stranded, b.CyclesNotRunning, b.CyclesPerSecond, took.Round(time.Second))
 	if b.Cycles != 6 || b.Stranded != 0 || b.SafetyViolations != 0 || b.CyclesNotRunning != 0 {
 		t.Errorf("build %s: %d cycles, %d stranded, %d safety, %d not running; want 6, 0, 0, 0", b.Name, b.Cycles, b.Stranded, b.SafetyViolations, b.CyclesNotRunning)
 	}
