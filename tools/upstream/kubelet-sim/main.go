@@ -18,6 +18,7 @@ import (
 	"strings"
 	"syscall"
 
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
@@ -83,8 +84,12 @@ func run() error {
 	if err != nil {
 		return usageError{fmt.Errorf("--node %s: %w", name, err)}
 	}
-	// The kubelet's defaults (KubeletConfiguration kubeAPIQPS/kubeAPIBurst).
+	// The kubelet's defaults (KubeletConfiguration kubeAPIQPS/kubeAPIBurst,
+	// and contentType protobuf, accepting JSON, as
+	// cmd/kubelet/app.setContentTypeForClient sets them).
 	cfg.QPS, cfg.Burst = 50, 100
+	cfg.ContentType = runtime.ContentTypeProtobuf
+	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	cfg.UserAgent = "kubelet-sim/" + name
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
