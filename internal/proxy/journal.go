@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -38,7 +39,10 @@ func (j *journal) add(e fault.JournalEntry) {
 	j.full = j.full || j.next == 0
 }
 
-// since returns the entries at or after t, oldest first.
+// since returns the entries at or after t, oldest first. A request is
+// added when its response has been written, so the ring holds entries in
+// completion order; sorting by Time (when the request arrived) puts two
+// overlapping requests back in the order they were made.
 func (j *journal) since(t time.Time) []fault.JournalEntry {
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -54,6 +58,7 @@ func (j *journal) since(t time.Time) []fault.JournalEntry {
 			out = append(out, e)
 		}
 	}
+	sort.SliceStable(out, func(a, b int) bool { return out[a].Time.Before(out[b].Time) })
 	return out
 }
 
