@@ -8,7 +8,9 @@
 #                     manager (pinned like kubernetes/)
 # into OUTDIR/<hash of the pins>/, so a binary is rebuilt only when a pin
 # changes; kubelet-sim, strandlab's own code, also when its sources change. A build is written under a temporary name and renamed, so an
-# interrupted build never leaves a binary that looks complete.
+# interrupted build never leaves a binary that looks complete; the temporary
+# names carry the process id, so two builds at once (make binaries and a
+# test package that ensures the binaries) each rename a whole binary.
 #
 # and, when named after OUTDIR, the node binaries of the kind node image
 # (kubelet, kubeadm, kubectl from kubernetes/; crictl from cri-tools/;
@@ -50,8 +52,8 @@ build() { # name moduledir package ldflags
   [ -x "$dir/$name" ] && return
   echo ">> building $name from $pkg (this can take minutes on a cold cache)" >&2
   local start=$SECONDS
-  (cd "$here/$moddir" && CGO_ENABLED=0 go build -trimpath -ldflags "$flags" -o "$dir/.$name.tmp" "$pkg")
-  mv "$dir/.$name.tmp" "$dir/$name"
+  (cd "$here/$moddir" && CGO_ENABLED=0 go build -trimpath -ldflags "$flags" -o "$dir/.$name.tmp.$$" "$pkg")
+  mv "$dir/.$name.tmp.$$" "$dir/$name"
   echo ">> $name built in $((SECONDS - start))s" >&2
 }
 
@@ -67,8 +69,8 @@ build csi-provisioner csi-provisioner github.com/kubernetes-csi/external-provisi
 ksim_key=$(cd "$here/kubelet-sim" && find . \( -name '*.go' -not -name '*_test.go' \) -o -name go.mod -o -name go.sum | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
 build "kubelet-sim.$ksim_key" kubelet-sim github.com/strandlab/strandlab/tools/upstream/kubelet-sim "$k8s_ldflags"
 if ! [ "$dir/kubelet-sim" -ef "$dir/kubelet-sim.$ksim_key" ]; then
-  ln -f "$dir/kubelet-sim.$ksim_key" "$dir/.kubelet-sim.link"
-  mv -f "$dir/.kubelet-sim.link" "$dir/kubelet-sim"
+  ln -f "$dir/kubelet-sim.$ksim_key" "$dir/.kubelet-sim.link.$$"
+  mv -f "$dir/.kubelet-sim.link.$$" "$dir/kubelet-sim"
   find "$dir" -maxdepth 1 -name 'kubelet-sim.*' -not -name "kubelet-sim.$ksim_key" -delete
 fi
 for node_binary in "${@:2}"; do
@@ -79,7 +81,7 @@ for node_binary in "${@:2}"; do
   esac
 done
 
-cat > "$dir/.versions.tmp" <<VERS
+cat > "$dir/.versions.tmp.$$" <<VERS
 etcd=$etcd_version
 kube-apiserver=$k8s_version
 kube-controller-manager=$k8s_version
@@ -89,8 +91,8 @@ csi-provisioner=$provisioner_version
 kubelet-sim=$k8s_version
 VERS
 for node_binary in kubelet kubeadm kubectl; do
-  [ -x "$dir/$node_binary" ] && echo "$node_binary=$k8s_version" >>"$dir/.versions.tmp"
+  [ -x "$dir/$node_binary" ] && echo "$node_binary=$k8s_version" >>"$dir/.versions.tmp.$$"
 done
-[ -x "$dir/crictl" ] && echo "crictl=$crictl_version" >>"$dir/.versions.tmp"
-mv "$dir/.versions.tmp" "$dir/versions.txt"
+[ -x "$dir/crictl" ] && echo "crictl=$crictl_version" >>"$dir/.versions.tmp.$$"
+mv "$dir/.versions.tmp.$$" "$dir/versions.txt"
 echo "$dir"
