@@ -81,12 +81,19 @@ func Plan(cfg Config) []Target {
 	return plan
 }
 
-// Run executes the cycles of the plan, up to cfg.Concurrency at once. Cycles
-// start strictly in plan order (so the deletions happen in the same order on
-// every run with the same seed); a cycle waits for a free slot, for the
-// previous cycle on the same pod to end, and for the pacing interval. It
-// returns the cycles done so far, in plan order, when ctx ends (Interrupted
-// set), and an error only when the harness itself failed.
+// Run executes the cycles of the plan, up to cfg.Concurrency at once, and
+// returns them in plan order. The dispatcher starts the earliest entry of
+// the plan whose pod is free: no cycle in flight on it, and ready for a cycle
+// (Running, or present after a cycle that ended stranded or timed out).
+// Entries whose pod is busy are deferred, keep their place and go as soon as
+// their pod is free, before any later entry; so one stuck pod holds back only
+// its own cycles (docs/design.md, "Dispatch"). With every pod ready and one
+// cycle at a time the deletions follow the plan exactly; with the same seed,
+// the deletions of the pods that are ready are the same. Pacing
+// (cfg.Interval) spaces the deletions. Time the dispatcher spent with a free
+// slot and every candidate busy is the result's BusyWait. It returns the
+// cycles done so far when ctx ends (Interrupted set), and an error only when
+// the harness itself failed.
 func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, cfg Config) (cycle.Result, error) {
 	if len(cfg.Targets) == 0 {
 		return cycle.Result{}, errors.New("churn: no target pods")
@@ -98,26 +105,27 @@ func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		mu       sync.Mutex
+		mu       sync.Mutex // guards everything below and the dispatcher's queue
 		done     []cycle.Cycle
 		firstErr error
+		busyWait time.Duration
 		wg       sync.WaitGroup
+		wake     wakeup
 	)
+	q := newQueue(plan)
 	snapshot := func() cycle.Result {
 		mu.Lock()
 		defer mu.Unlock()
 		out := slices.Clone(done)
 		slices.SortFunc(out, func(a, b cycle.Cycle) int { return a.Index - b.Index })
-		return cycle.Result{Cycles: out, Elapsed: time.Since(start)}
+		return cycle.Result{Cycles: out, Elapsed: time.Since(start), BusyWait: busyWait}
 	}
 	stopProgress := startProgress(cfg, len(plan), snapshot)
 
 	previous := map[string]cycle.Outcome{} // pod -> how its last cycle ended
-	// record ends a cycle: measured, or the harness's first error (which
-	// stops the others), or dropped when the run was interrupted.
-	record := func(c cycle.Cycle, err error) {
-		mu.Lock()
-		defer mu.Unlock()
+	// recordLocked ends a cycle: measured, or the harness's first error
+	// (which stops the others), or dropped when the run was interrupted.
+	recordLocked := func(c cycle.Cycle, err error) {
 		switch {
 		case runCtx.Err() != nil:
 			// Interrupted (or another cycle failed): not a measured cycle.
@@ -131,58 +139,99 @@ func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, 
 			previous[c.Pod] = c.Outcome
 		}
 	}
+	// ready: pod name is ready for its next cycle (readyFor). Called with
+	// mu held.
+	ready := func(name string) bool { return readyFor(pods.Get(name), previous[name]) }
 
-	slots := make(chan struct{}, concurrency)
-	busy := map[string]chan struct{}{} // pod -> closed when its cycle ends
 	var lastStart time.Time
-dispatch:
-	for i, t := range plan {
-		name := workload.PodName(t.StatefulSet, t.Ordinal)
-		select {
-		case slots <- struct{}{}:
-		case <-runCtx.Done():
-			break dispatch
+	for {
+		seen := wake.seen() // a cycle ending from here on cuts the next wait short
+		if runCtx.Err() != nil {
+			break
 		}
-		if prev := busy[name]; prev != nil {
-			select {
-			case <-prev:
-			case <-runCtx.Done():
-				break dispatch
-			}
-		}
-		if wait := time.Until(lastStart.Add(cfg.Interval)); cfg.Interval > 0 && wait > 0 {
-			timer := time.NewTimer(wait)
-			select {
-			case <-timer.C:
-			case <-runCtx.Done():
-				timer.Stop()
-				break dispatch
-			}
-		}
-		lastStart = time.Now()
-		// The delete happens here, in plan order; the wait for the
-		// replacement runs alongside the other cycles.
+		now := time.Now()
 		mu.Lock()
-		after := previous[name]
+		// A deferred entry whose pod was free but not ready for a whole
+		// cycle timeout ends as timed out, without a delete (as a cycle
+		// that waited for its pod always did).
+		for _, i := range q.expired(now, cfg.CycleTimeout) {
+			c := cycle.Cycle{Index: i, Round: i / len(cfg.Targets), Pod: q.names[i], DeferredBy: q.deferredBy[i], Outcome: cycle.TimedOut,
+				Error: fmt.Sprintf("pod %s was not ready for a cycle (Running, or present after a failed cycle) within %v", q.names[i], cfg.CycleTimeout)}
+			q.take(i, false)
+			recordLocked(c, nil)
+		}
+		finished, free, next := q.empty(), q.inFlight < concurrency, q.nextDeadline(cfg.CycleTimeout)
 		mu.Unlock()
-		deadline := time.Now().Add(cfg.CycleTimeout)
-		c, old, err := deletePod(runCtx, client, pods, cfg, i, name, after, deadline)
-		if err != nil || old == nil {
-			record(c, err)
-			<-slots
-			if err != nil {
-				break dispatch
-			}
+		if finished {
+			break
+		}
+		if !free {
+			wake.wait(runCtx, seen, next, nil, nil)
 			continue
 		}
-		finished := make(chan struct{})
-		busy[name] = finished
+		if pace := lastStart.Add(cfg.Interval); cfg.Interval > 0 && now.Before(pace) {
+			wake.wait(runCtx, seen, earliest(pace, next), nil, nil)
+			continue
+		}
+		pick := -1
+		candidate := func(*Pods) bool {
+			mu.Lock()
+			defer mu.Unlock()
+			pick = q.scan(time.Now(), ready)
+			return pick >= 0
+		}
+		if !candidate(pods) {
+			// A free slot, and every candidate's pod is busy: wait for a
+			// pod event, a cycle's end, or a deferred entry's deadline.
+			mu.Lock()
+			next = q.nextDeadline(cfg.CycleTimeout)
+			mu.Unlock()
+			t0 := time.Now()
+			wake.wait(runCtx, seen, next, pods, candidate)
+			mu.Lock()
+			busyWait += time.Since(t0)
+			mu.Unlock()
+			continue // look again: expiries, pacing and the pick
+		}
+
+		name := q.names[pick]
+		old := pods.Get(name)
+		mu.Lock()
+		if !readyFor(old, previous[name]) { // changed since the scan
+			mu.Unlock()
+			continue
+		}
+		deadline := time.Now().Add(cfg.CycleTimeout)
+		if since, ok := q.since[pick]; ok {
+			// Its cycle began when the dispatcher first found its pod free
+			// but not ready.
+			deadline = since.Add(cfg.CycleTimeout)
+		}
+		c := cycle.Cycle{Index: pick, Round: pick / len(cfg.Targets), Pod: name, DeferredBy: q.deferredBy[pick]}
+		q.take(pick, true)
+		q.busy[name] = true
+		q.inFlight++
+		mu.Unlock()
+		lastStart = time.Now()
+		// The delete happens here, in the dispatcher; the wait for the
+		// replacement runs alongside the other cycles.
+		c, err := deletePod(runCtx, client, cfg, c, old)
+		if err != nil {
+			mu.Lock()
+			recordLocked(c, err)
+			mu.Unlock()
+			break
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			defer func() { <-slots }()
-			defer close(finished)
-			record(awaitReplacement(runCtx, pods, cfg, c, old, deadline))
+			c, err := awaitReplacement(runCtx, pods, cfg, c, old, deadline)
+			mu.Lock()
+			recordLocked(c, err)
+			delete(q.busy, c.Pod)
+			q.inFlight--
+			mu.Unlock()
+			wake.wake()
 		}()
 	}
 	wg.Wait()
@@ -193,9 +242,193 @@ dispatch:
 		return res, firstErr
 	}
 	if cfg.Progress != nil {
-		printProgress(cfg.Progress, res.Cycles, len(plan), res.Elapsed, cfg.SafetyViolations)
+		printProgress(cfg.Progress, res, len(plan), cfg.SafetyViolations)
 	}
 	return res, nil
+}
+
+// readyFor tells whether pod is ready for its next cycle, given how its last
+// cycle ended: after a cycle that ended Running it must be Running again
+// (every cycle measures the same thing); one left stranded or timed out is
+// deleted as it is, once it exists, so that a stuck pod does not fail every
+// later cycle on it.
+func readyFor(pod *corev1.Pod, previous cycle.Outcome) bool {
+	if previous == cycle.Stranded || previous == cycle.TimedOut {
+		return pod != nil && pod.DeletionTimestamp == nil
+	}
+	return workload.IsRunning(pod)
+}
+
+// earliest is the earlier of two times, a zero time meaning none.
+func earliest(a, b time.Time) time.Time {
+	if b.IsZero() || (!a.IsZero() && a.Before(b)) {
+		return a
+	}
+	return b
+}
+
+// queue is the dispatcher's view of the plan: entries before cursor have
+// been looked at; those of them not started yet (deferred: their pod was
+// busy) wait in deferred, in plan order. The earliest pending entry of each
+// pod is its candidate; a pod's later entries wait behind it.
+type queue struct {
+	names    []string // plan entry -> pod name
+	pods     int      // distinct pods in the plan
+	cursor   int
+	deferred []int
+	// since: when a deferred entry's cycle began (the dispatcher first found
+	// its pod with no cycle in flight, but not ready, while it had a free
+	// slot): its cycle timeout runs from there.
+	since map[int]time.Time
+	// deferredBy: how many later entries started before a deferred one.
+	deferredBy map[int]int
+	busy       map[string]bool // pods with a cycle in flight
+	inFlight   int
+	seen       map[string]bool // scratch for scan
+}
+
+func newQueue(plan []Target) *queue {
+	q := &queue{since: map[int]time.Time{}, deferredBy: map[int]int{}, busy: map[string]bool{}, seen: map[string]bool{}}
+	distinct := map[string]bool{}
+	for _, t := range plan {
+		name := workload.PodName(t.StatefulSet, t.Ordinal)
+		q.names = append(q.names, name)
+		distinct[name] = true
+	}
+	q.pods = len(distinct)
+	return q
+}
+
+// empty: every entry started or ended.
+func (q *queue) empty() bool { return q.cursor == len(q.names) && len(q.deferred) == 0 }
+
+// scan returns the earliest entry whose pod is free (no cycle in flight and
+// ready(pod)), or -1. Entries it passes over are deferred; a candidate whose
+// pod has no cycle in flight but is not ready starts its cycle's clock now.
+func (q *queue) scan(now time.Time, ready func(name string) bool) int {
+	clear(q.seen)
+	free := func(i int) bool {
+		name := q.names[i]
+		q.seen[name] = true
+		if q.busy[name] {
+			return false
+		}
+		if ready(name) {
+			return true
+		}
+		if _, ok := q.since[i]; !ok {
+			q.since[i] = now
+		}
+		return false
+	}
+	for _, i := range q.deferred {
+		if !q.seen[q.names[i]] && free(i) {
+			return i
+		}
+	}
+	// Once every pod has a candidate, no later entry can be one.
+	for q.cursor < len(q.names) && len(q.seen) < q.pods {
+		i := q.cursor
+		if !q.seen[q.names[i]] && free(i) {
+			return i
+		}
+		q.deferred = append(q.deferred, i)
+		q.cursor++
+	}
+	return -1
+}
+
+// take removes entry i from the queue: started (the deferred entries before
+// it count one more later entry gone first) or ended without a delete.
+func (q *queue) take(i int, started bool) {
+	for _, j := range q.deferred {
+		if started && j < i {
+			q.deferredBy[j]++
+		}
+	}
+	if i == q.cursor {
+		q.cursor++
+	} else if k := slices.Index(q.deferred, i); k >= 0 {
+		q.deferred = slices.Delete(q.deferred, k, k+1)
+	}
+	delete(q.since, i)
+	delete(q.deferredBy, i)
+}
+
+// expired lists the deferred entries whose cycle timed out waiting for their
+// pod to be ready, in plan order.
+func (q *queue) expired(now time.Time, timeout time.Duration) []int {
+	var out []int
+	for _, i := range q.deferred {
+		if since, ok := q.since[i]; ok && !now.Before(since.Add(timeout)) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// nextDeadline is when the first deferred entry's cycle times out (zero:
+// none is waiting for its pod).
+func (q *queue) nextDeadline(timeout time.Duration) time.Time {
+	var next time.Time
+	for _, since := range q.since {
+		next = earliest(next, since.Add(timeout))
+	}
+	return next
+}
+
+// wakeup puts the dispatcher to sleep until a pod event (when it waits with
+// a condition), a cycle's end (wake), a deadline or the end of the run. A
+// wake between seen and wait cuts the wait short, so none is lost.
+type wakeup struct {
+	mu     sync.Mutex
+	n      uint64
+	cancel context.CancelFunc
+}
+
+func (w *wakeup) seen() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.n
+}
+
+func (w *wakeup) wake() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.n++
+	if w.cancel != nil {
+		w.cancel()
+	}
+}
+
+// wait returns at the first of: a wake since seen, until (unless zero), the
+// end of ctx, or cond holding on a pod event (cond nil: no pod events).
+func (w *wakeup) wait(ctx context.Context, seen uint64, until time.Time, pods *Pods, cond func(*Pods) bool) {
+	var wctx context.Context
+	var cancel context.CancelFunc
+	if until.IsZero() {
+		wctx, cancel = context.WithCancel(ctx)
+	} else {
+		wctx, cancel = context.WithDeadline(ctx, until)
+	}
+	defer cancel()
+	w.mu.Lock()
+	if w.n != seen {
+		w.mu.Unlock()
+		return
+	}
+	w.cancel = cancel
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.cancel = nil
+		w.mu.Unlock()
+	}()
+	if cond == nil {
+		<-wctx.Done()
+		return
+	}
+	_ = pods.WaitFor(wctx, cond)
 }
 
 // startProgress prints a progress line (and hands the cycles so far to
@@ -215,7 +448,7 @@ func startProgress(cfg Config, total int, snapshot func() cycle.Result) (stop fu
 				return
 			case <-t.C:
 				res := snapshot()
-				printProgress(cfg.Progress, res.Cycles, total, res.Elapsed, cfg.SafetyViolations)
+				printProgress(cfg.Progress, res, total, cfg.SafetyViolations)
 				if cfg.OnProgress != nil {
 					cfg.OnProgress(res)
 				}
@@ -225,40 +458,19 @@ func startProgress(cfg Config, total int, snapshot func() cycle.Result) (stop fu
 	return func() { close(quit); <-exited }
 }
 
-// deletePod starts cycle index on pod name: it waits for the pod to be
-// ready for a cycle, then deletes it. A pod whose previous cycle ended
-// Running must be Running again (every cycle measures the same thing); one
-// left stranded or timed out is deleted as it is, once it exists, so that a
-// stuck pod does not fail every later cycle on it. old is nil when the
-// cycle ended before the delete.
-func deletePod(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, cfg Config, index int, name string,
-	previous cycle.Outcome, deadline time.Time) (c cycle.Cycle, old *corev1.Pod, err error) {
-	// Plan deletes every target once per round, in plan order.
-	c = cycle.Cycle{Index: index, Round: index / len(cfg.Targets), Pod: name}
-	ready := func(p *Pods) bool { return workload.IsRunning(p.Get(name)) }
-	if previous == cycle.Stranded || previous == cycle.TimedOut {
-		ready = func(p *Pods) bool { pod := p.Get(name); return pod != nil && pod.DeletionTimestamp == nil }
-	}
-	wctx, cancel := context.WithDeadline(ctx, deadline)
-	defer cancel()
-	if err := pods.WaitFor(wctx, ready); err != nil {
-		if ctx.Err() != nil {
-			return c, nil, ctx.Err()
-		}
-		c.Outcome, c.Error = cycle.TimedOut, fmt.Sprintf("pod %s was not ready for a cycle (Running, or present after a failed cycle)", name)
-		return c, nil, nil
-	}
-	old = pods.Get(name)
+// deletePod starts cycle c: it deletes old, the pod the dispatcher found
+// ready for a cycle, with its UID as precondition.
+func deletePod(ctx context.Context, client kubernetes.Interface, cfg Config, c cycle.Cycle, old *corev1.Pod) (cycle.Cycle, error) {
 	c.OldNode = old.Spec.NodeName
 	c.DeletedAt = time.Now()
-	err = client.CoreV1().Pods(cfg.Namespace).Delete(ctx, name, metav1.DeleteOptions{
+	err := client.CoreV1().Pods(cfg.Namespace).Delete(ctx, c.Pod, metav1.DeleteOptions{
 		Preconditions: metav1.NewUIDPreconditions(string(old.UID)),
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return c, nil, fmt.Errorf("cycle %d: delete pod %s: %w", index, name, err)
+		return c, fmt.Errorf("cycle %d: delete pod %s: %w", c.Index, c.Pod, err)
 	}
-	klog.FromContext(ctx).V(2).Info("Deleted pod", "cycle", index, "pod", name, "uid", old.UID, "node", c.OldNode)
-	return c, old, nil
+	klog.FromContext(ctx).V(2).Info("Deleted pod", "cycle", c.Index, "pod", c.Pod, "uid", old.UID, "node", c.OldNode, "deferredBy", c.DeferredBy)
+	return c, nil
 }
 
 // awaitReplacement ends a cycle: the replacement Running, its volume found
@@ -328,7 +540,8 @@ func awaitReplacement(ctx context.Context, pods *workload.Pods, cfg Config, c cy
 // Pods is the pod view the runner waits on.
 type Pods = workload.Pods
 
-func printProgress(w io.Writer, done []cycle.Cycle, total int, elapsed time.Duration, safety func() int) {
+func printProgress(w io.Writer, res cycle.Result, total int, safety func() int) {
+	done, elapsed := res.Cycles, res.Elapsed
 	failed, stranded := 0, 0
 	for _, c := range done {
 		switch c.Outcome {
@@ -347,6 +560,11 @@ func printProgress(w io.Writer, done []cycle.Cycle, total int, elapsed time.Dura
 	if safety != nil {
 		unsafe = fmt.Sprintf("  safety %d", safety())
 	}
-	fmt.Fprintf(w, "cycles %d/%d  %.2f/s  stranded %d%s  timed out %d  elapsed %s  ETA %s\n",
-		len(done), total, rate, stranded, unsafe, failed, elapsed.Round(time.Second), eta)
+	// Time with a free slot and every next pod busy (a stuck or slow pod).
+	busy := ""
+	if res.BusyWait > 0 {
+		busy = fmt.Sprintf("  waited on busy pods %s", res.BusyWait.Round(100*time.Millisecond))
+	}
+	fmt.Fprintf(w, "cycles %d/%d  %.2f/s  stranded %d%s  timed out %d%s  elapsed %s  ETA %s\n",
+		len(done), total, rate, stranded, unsafe, failed, busy, elapsed.Round(time.Second), eta)
 }

@@ -41,6 +41,10 @@ type Cycle struct {
 	// Running (creationTimestamp has only second precision).
 	CreateToRunning time.Duration `json:"create_to_running_ns,omitempty"`
 	Error           string        `json:"error,omitempty"`
+	// DeferredBy is how many later entries of the plan were deleted before
+	// this cycle began: its pod was busy (a cycle in flight on it, or not
+	// ready) when their turn came (docs/design.md, "Dispatch").
+	DeferredBy int `json:"deferred_by,omitempty"`
 	// DeletedAt and ReplacementSeenAt anchor the cycle's timeline.
 	DeletedAt         time.Time `json:"deleted_at"`
 	ReplacementSeenAt time.Time `json:"replacement_seen_at,omitempty"`
@@ -55,7 +59,10 @@ type Cycle struct {
 
 // Result is a finished (or interrupted) run.
 type Result struct {
-	Cycles      []Cycle
-	Elapsed     time.Duration
+	Cycles  []Cycle
+	Elapsed time.Duration
+	// BusyWait is the time the churn had a free slot but every pod whose
+	// cycle was next was busy (a cycle in flight on it, or not ready).
+	BusyWait    time.Duration
 	Interrupted bool
 }

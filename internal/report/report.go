@@ -97,6 +97,11 @@ type Build struct {
 	VersusBaseline       *Versus       `json:"versus_baseline,omitempty"`
 	SafetyVersusBaseline *Versus       `json:"safety_versus_baseline,omitempty"`
 	CycleLog             []cycle.Cycle `json:"cycle_log,omitempty"`
+	// ChurnWaitedOnBusySeconds is how long the churn had a free slot while
+	// every pod whose cycle was next was busy: a cycle in flight on it, or
+	// not ready (cycle.Result.BusyWait). Absent when it never waited, and
+	// in a merged report.
+	ChurnWaitedOnBusySeconds float64 `json:"churn_waited_on_busy_seconds,omitempty"`
 }
 
 // Expectation is a build's outcome held against the scenario's band.
@@ -210,6 +215,7 @@ func BuildFromCycles(name string, prov provenance.ControllerBuild, res cycle.Res
 	if res.Elapsed > 0 {
 		b.CyclesPerSecond = float64(b.Cycles) / res.Elapsed.Seconds()
 	}
+	b.ChurnWaitedOnBusySeconds = res.BusyWait.Seconds()
 	b.AttachToRunningMS = percentilesMS(toRunning)
 	b.DeleteToRunningMS = percentilesMS(deleteToRunning)
 	return b
