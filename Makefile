@@ -53,6 +53,13 @@ e2e: binaries ## run SCENARIO on a local cluster and write the report (vars: SCE
 soak: ## run the long scenario (scenarios/soak.yaml)
 	@$(MAKE) --no-print-directory e2e SCENARIO=scenarios/soak.yaml
 
+# make bench (docs/performance.md): cycles per profile.
+BENCH_CYCLES ?= 1000
+
+.PHONY: bench
+bench: binaries ## what a cycle costs: the soak's load without and with its faults, stock, BENCH_CYCLES cycles each (default 1000); writes _output/bench/<run>/bench.json
+	@$(BIN)/strandlab bench --cycles $(BENCH_CYCLES) --output $(OUTPUT)
+
 .PHONY: test
 test: lint binaries ## run all tests: lint, unit tests, e2e-framework suites (local provider; kind too when Docker runs)
 	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /e2e/kind$$ -e /e2e/kindrun$$)

@@ -258,6 +258,23 @@ churn: {cycles: 2}
 	if rep.Components["apiproxy"].Version == "" {
 		t.Errorf("apiproxy missing from components: %v", rep.Components)
 	}
+	// What the churn cost (docs/performance.md): CPU of the components
+	// that work in every cycle and of the harness, their peak memory, and
+	// the requests of the controller (through the proxy) and the harness
+	// as the API server counted them.
+	for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "apiproxy", "harness"} {
+		if b.CPUSecondsPerCycle[c] <= 0 || b.MemoryPeakMiB[c].SumMiB <= 0 {
+			t.Errorf("%s: %v CPU seconds per cycle, %+v peak memory", c, b.CPUSecondsPerCycle[c], b.MemoryPeakMiB[c])
+		}
+	}
+	if b.CPUSecondsTotalPerCycle <= 0 || b.HarnessCPUShare <= 0 || b.HarnessCPUShare >= 1 {
+		t.Errorf("cpu_seconds_total_per_cycle %v, harness_cpu_share %v", b.CPUSecondsTotalPerCycle, b.HarnessCPUShare)
+	}
+	for _, c := range []string{"kube-controller-manager", "harness", "kubelet-sim"} {
+		if b.APIRequestsPerCycleByClient[c] <= 0 {
+			t.Errorf("api_requests_per_cycle_by_client[%s] = %v: %v", c, b.APIRequestsPerCycleByClient[c], b.APIRequestsPerCycleByClient)
+		}
+	}
 }
 
 var keptRe = regexp.MustCompile(`kubeconfig: (\S+)`)

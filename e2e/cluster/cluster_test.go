@@ -19,8 +19,11 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/strandlab/strandlab/internal/apfcount"
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/csinames"
+	"github.com/strandlab/strandlab/internal/procstat"
+	"github.com/strandlab/strandlab/internal/usage"
 	"github.com/strandlab/strandlab/internal/workload"
 )
 
@@ -141,6 +144,91 @@ func TestControlPlane(t *testing.T) {
 			}
 			if last != nil && (len(last.OwnerReferences) != 1 || last.OwnerReferences[0].Kind != "Node") {
 				t.Errorf("lease not owned by its Node: %+v", last.OwnerReferences)
+			}
+			return ctx
+		}).
+		Assess("the API server counts every client's requests apart, in the priority levels of the default schemas", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			counter, ok := s.Provider.Cluster().(cluster.APIRequestCounter)
+			if !ok {
+				t.Fatal("the local cluster is not an APIRequestCounter")
+			}
+			client := clientOf(t)
+			// Every copy names its original, whose priority level and
+			// precedence it keeps, and the API server has taken it in.
+			schemas, err := client.FlowcontrolV1().FlowSchemas().List(ctx, metav1.ListOptions{LabelSelector: apfcount.LabelManagedBy + "=strandlab"})
+			if err != nil || len(schemas.Items) == 0 {
+				t.Fatalf("per-client FlowSchemas: %d, %v", len(schemas.Items), err)
+			}
+			for _, fs := range schemas.Items {
+				orig, err := client.FlowcontrolV1().FlowSchemas().Get(ctx, fs.Annotations[apfcount.AnnotationCopyOf], metav1.GetOptions{})
+				if err != nil {
+					t.Errorf("%s copies %q: %v", fs.Name, fs.Annotations[apfcount.AnnotationCopyOf], err)
+					continue
+				}
+				if fs.Spec.PriorityLevelConfiguration != orig.Spec.PriorityLevelConfiguration || fs.Spec.MatchingPrecedence != orig.Spec.MatchingPrecedence {
+					t.Errorf("%s: priority level %s, precedence %d; its original %s: %s, %d", fs.Name, fs.Spec.PriorityLevelConfiguration.Name,
+						fs.Spec.MatchingPrecedence, orig.Name, orig.Spec.PriorityLevelConfiguration.Name, orig.Spec.MatchingPrecedence)
+				}
+			}
+			before, err := counter.APIRequestsByClient(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const n = 25
+			for range n {
+				if _, err := client.CoreV1().Nodes().Get(ctx, "node-1", metav1.GetOptions{}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The kubelets' heartbeats (10 s) and the controllers' work go
+			// on meanwhile: wait until the kubelets have been counted too.
+			var after map[string]float64
+			err = wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+				after, err = counter.APIRequestsByClient(ctx)
+				return err == nil && after["kubelet-sim"] > before["kubelet-sim"], err
+			})
+			if err != nil {
+				t.Fatalf("no kubelet request counted within 30s: %v (before %v, after %v)", err, before, after)
+			}
+			t.Logf("requests since the start: before %v, after %v", before, after)
+			// The reads of /metrics themselves are the harness's too.
+			if d := after["harness"] - before["harness"]; d < n {
+				t.Errorf("harness: %v requests counted, want at least the %d made (before %v, after %v)", d, n, before, after)
+			}
+			// The harness's requests are exempt like the API server's own:
+			// they are taken out of the API server's, which renews its lease
+			// and little else in these seconds.
+			if d := after["kube-apiserver"] - before["kube-apiserver"]; d >= n {
+				t.Errorf("kube-apiserver: %v requests in the window: the harness's %d are counted as its own (before %v, after %v)", d, n, before, after)
+			}
+			if d := after[apfcount.Other] - before[apfcount.Other]; d != 0 {
+				t.Errorf("%v requests of no known client (before %v, after %v)", d, before, after)
+			}
+			for _, c := range []string{"kube-controller-manager", "kube-scheduler", "csi-provisioner", "csi-attacher", "kube-apiserver"} {
+				if after[c] <= 0 {
+					t.Errorf("no request of %s counted since the start: %v", c, after)
+				}
+			}
+			return ctx
+		}).
+		Assess("every component's process is listed and its accounting readable", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			lister, ok := s.Provider.Cluster().(cluster.ProcessLister)
+			if !ok {
+				t.Fatal("the local cluster is not a ProcessLister")
+			}
+			cpu := map[string]float64{}
+			for _, p := range lister.Processes() {
+				sample, err := procstat.Read(p.Name, p.PID)
+				if err != nil {
+					t.Errorf("%s: %v", p.Name, err)
+					continue
+				}
+				cpu[usage.ComponentOf(p.Name)] += sample.CPUSeconds
+			}
+			for _, c := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "csi-attacher", "csi-provisioner", "csi-driver", "kubelet-sim"} {
+				if cpu[c] <= 0 {
+					t.Errorf("%s: no CPU time read (%v)", c, cpu)
+				}
 			}
 			return ctx
 		}).Feature()

@@ -176,6 +176,34 @@ type ComponentLister interface {
 	Running() []string
 }
 
+// ProcessLister is a cluster whose components run as processes on this
+// machine: the runner reads each one's CPU time and peak memory from
+// /proc around the churn (docs/performance.md). Providers whose
+// components run elsewhere (kind's containers, an existing cluster) do
+// not implement it, and their reports have no such figures.
+type ProcessLister interface {
+	// Processes are the components' running processes.
+	Processes() []Process
+}
+
+// Process is one running process of a component.
+type Process struct {
+	// Name is the process's name in the cluster: the component's
+	// ("etcd"), or the component's and its node's ("kubelet-sim-node-2").
+	Name string
+	PID  int
+}
+
+// APIRequestCounter is a cluster whose API server tells its requests
+// apart by client (the local provider's per-client FlowSchemas,
+// docs/performance.md).
+type APIRequestCounter interface {
+	// APIRequestsByClient are the requests the API server has let through
+	// since it started, by client name ("kube-controller-manager",
+	// "harness", ...; "other" for requests of no known client).
+	APIRequestsByClient(ctx context.Context) (map[string]float64, error)
+}
+
 // Registry holds the providers a harness can choose from by name. The CLI
 // builds one; there is no global registry.
 type Registry struct {

@@ -32,6 +32,10 @@ var rules = []struct {
 		[]string{"k8s.io/", "sigs.k8s.io/", "github.com/", "gonum.org/", "google.golang.org/", module}},
 	{"internal/csinames", "volume and attachment names are computed, not looked up; the kubelet's code stays in its own module",
 		[]string{"k8s.io/client-go", "k8s.io/kubernetes", "github.com/strandlab/strandlab/tools/", module + "internal/"}},
+	{"internal/usage", "resource figures are arithmetic on samples: no /proc, no API, no metrics library",
+		[]string{"k8s.io/", "sigs.k8s.io/", "github.com/", "gonum.org/", "google.golang.org/", module}},
+	{"internal/apfcount", "the per-client FlowSchemas are planned and counted from data; the local provider makes the API calls",
+		[]string{"k8s.io/client-go", module + "internal/cluster", "github.com/prometheus/procfs"}},
 	{"internal/report", "the report is the JSON contract plus renderers",
 		[]string{"k8s.io/client-go", module + "internal/churn", module + "internal/cluster", module + "internal/proxy", module + "internal/runner", "github.com/prometheus/"}},
 }

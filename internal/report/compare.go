@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"image/color"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -25,6 +26,7 @@ import (
 	"gonum.org/v1/plot/vg/vgimg"
 
 	"github.com/strandlab/strandlab/internal/stats"
+	"github.com/strandlab/strandlab/internal/usage"
 )
 
 // File names of the comparison outputs.
@@ -83,10 +85,36 @@ func CompareMarkdown(r *Report) string {
 		{"delete-to-running p99 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.DeleteToRunningMS.P99)) }},
 		{"cycles/s", func(x Build) string { return fmt.Sprintf("%.2f", finite(x.CyclesPerSecond)) }},
 		{"controller API requests per cycle (total)", func(x Build) string { return fmt.Sprintf("%.2f", requestTotal(x)) }},
+		{rowAllRequests, func(x Build) string {
+			if x.APIRequestsPerCycleByClient == nil {
+				return "–"
+			}
+			return fmt.Sprintf("%.2f", finite(usage.Total(x.APIRequestsPerCycleByClient)))
+		}},
+		{rowCPU, func(x Build) string {
+			if x.CPUSecondsPerCycle == nil {
+				return "–"
+			}
+			return fmt.Sprintf("%.4f", finite(x.CPUSecondsTotalPerCycle))
+		}},
+		{rowHarnessShare, func(x Build) string {
+			if x.CPUSecondsPerCycle == nil {
+				return "–"
+			}
+			return fmt.Sprintf("%.1f%%", 100*finite(x.HarnessCPUShare))
+		}},
 	}
 	if !slices.ContainsFunc(r.Builds, func(x Build) bool { _, ok := runsRate(x); return ok }) {
 		// Only a merged report has runs as units.
 		rows = slices.DeleteFunc(rows, func(row outcomeRow) bool { return row.name == "95% CI, runs as unit" })
+	}
+	// The resource rows only where a build has the figures (the local
+	// provider's reports).
+	if !slices.ContainsFunc(r.Builds, func(x Build) bool { return x.APIRequestsPerCycleByClient != nil }) {
+		rows = slices.DeleteFunc(rows, func(row outcomeRow) bool { return row.name == rowAllRequests })
+	}
+	if !slices.ContainsFunc(r.Builds, func(x Build) bool { return x.CPUSecondsPerCycle != nil }) {
+		rows = slices.DeleteFunc(rows, func(row outcomeRow) bool { return row.name == rowCPU || row.name == rowHarnessShare })
 	}
 	for _, row := range rows {
 		fmt.Fprintf(&b, "| %s |", row.name)
@@ -99,44 +127,13 @@ func CompareMarkdown(r *Report) string {
 	writeTests(&b, r)
 
 	b.WriteString("\n## Controller API requests per cycle\n\n")
-	keys := requestKeys(r.Builds)
-	if len(keys) == 0 {
+	if keys := requestKeys(r.Builds); len(keys) == 0 {
 		b.WriteString("No controller requests were counted (no proxy counters in this report).\n")
 	} else {
-		base := slices.IndexFunc(r.Builds, func(x Build) bool { return x.Name == baseline })
-		var others []int
-		if base >= 0 {
-			for i := range r.Builds {
-				if i != base {
-					others = append(others, i)
-				}
-			}
-		}
-		b.WriteString("| request |")
-		for _, bld := range r.Builds {
-			fmt.Fprintf(&b, " %s |", mdCell(bld.Name))
-		}
-		for _, i := range others {
-			fmt.Fprintf(&b, " %s |", mdCell(r.Builds[i].Name+"/"+baseline))
-		}
-		b.WriteString("\n|---|")
-		b.WriteString(strings.Repeat("---:|", len(r.Builds)+len(others)))
-		b.WriteString("\n")
-		row := func(label string, value func(Build) float64) {
-			fmt.Fprintf(&b, "| %s |", label)
-			for _, bld := range r.Builds {
-				fmt.Fprintf(&b, " %.2f |", value(bld))
-			}
-			for _, i := range others {
-				fmt.Fprintf(&b, " %s |", ratio(value(r.Builds[i]), value(r.Builds[base])))
-			}
-			b.WriteString("\n")
-		}
-		for _, k := range keys {
-			row(mdCell(k), func(x Build) float64 { return finite(x.APIRequestsPerCycle[k]) })
-		}
-		row("**total**", requestTotal)
+		writeKeyedTable(&b, r.Builds, "request", keys, "%.2f",
+			func(x Build, k string) float64 { return x.APIRequestsPerCycle[k] }, requestTotal)
 	}
+	writeResources(&b, r.Builds)
 
 	b.WriteString("\n## Verdict\n\n")
 	base := slices.IndexFunc(r.Builds, func(x Build) bool { return x.Name == baseline })
@@ -149,6 +146,112 @@ func CompareMarkdown(r *Report) string {
 		"(c) attach-to-running p50/p99 (ms), (d) controller API requests per cycle, stacked by verb.\n", ComparePlotFile)
 	return b.String()
 }
+
+// writeKeyedTable writes a table of per-cycle figures by key: one row per
+// key, one column per build, a **total** row, and, when a build named
+// stock is present, a <build>/stock ratio column for every other build
+// ("–" where stock's figure is 0).
+func writeKeyedTable(b *bytes.Buffer, builds []Build, header string, keys []string, format string,
+	value func(Build, string) float64, total func(Build) float64) {
+	base := slices.IndexFunc(builds, func(x Build) bool { return x.Name == baseline })
+	var others []int
+	if base >= 0 {
+		for i := range builds {
+			if i != base {
+				others = append(others, i)
+			}
+		}
+	}
+	fmt.Fprintf(b, "| %s |", header)
+	for _, bld := range builds {
+		fmt.Fprintf(b, " %s |", mdCell(bld.Name))
+	}
+	for _, i := range others {
+		fmt.Fprintf(b, " %s |", mdCell(builds[i].Name+"/"+baseline))
+	}
+	b.WriteString("\n|---|")
+	b.WriteString(strings.Repeat("---:|", len(builds)+len(others)))
+	b.WriteString("\n")
+	row := func(label string, value func(Build) float64) {
+		fmt.Fprintf(b, "| %s |", label)
+		for _, bld := range builds {
+			fmt.Fprintf(b, " "+format+" |", value(bld))
+		}
+		for _, i := range others {
+			fmt.Fprintf(b, " %s |", ratio(value(builds[i]), value(builds[base])))
+		}
+		b.WriteString("\n")
+	}
+	for _, k := range keys {
+		row(mdCell(k), func(x Build) float64 { return finite(value(x, k)) })
+	}
+	row("**total**", total)
+}
+
+// writeResources writes compare.md's sections on what the builds' runs
+// cost: API requests per cycle by client, CPU seconds per cycle by
+// component, peak memory by component; each only when a build has it
+// (docs/performance.md).
+func writeResources(b *bytes.Buffer, builds []Build) {
+	if keys := unionKeys(builds, func(x Build) map[string]float64 { return x.APIRequestsPerCycleByClient }); len(keys) > 0 {
+		b.WriteString("\n## API requests per cycle by client\n\nEvery client's requests to the API server during the churn, " +
+			"as the API server counted them (a watch counts once, when it starts).\n\n")
+		writeKeyedTable(b, builds, "client", keys, "%.2f",
+			func(x Build, k string) float64 { return x.APIRequestsPerCycleByClient[k] },
+			func(x Build) float64 { return finite(usage.Total(x.APIRequestsPerCycleByClient)) })
+	}
+	if keys := unionKeys(builds, func(x Build) map[string]float64 { return x.CPUSecondsPerCycle }); len(keys) > 0 {
+		b.WriteString("\n## CPU seconds per cycle by component\n\nEach component's CPU time during the churn (user + system), " +
+			"per cycle; `harness` is strandlab itself.\n\n")
+		writeKeyedTable(b, builds, "component", keys, "%.4f",
+			func(x Build, k string) float64 { return x.CPUSecondsPerCycle[k] },
+			func(x Build) float64 { return finite(x.CPUSecondsTotalPerCycle) })
+	}
+	memKeys := unionKeys(builds, func(x Build) map[string]usage.Peak { return x.MemoryPeakMiB })
+	if len(memKeys) == 0 {
+		return
+	}
+	b.WriteString("\n## Peak memory (MiB) by component\n\nThe sum of the component's processes' peak resident memory " +
+		"at the end of the churn (an upper bound of the component's peak), and for several processes the largest one's.\n\n")
+	b.WriteString("| component |")
+	for _, bld := range builds {
+		fmt.Fprintf(b, " %s |", mdCell(bld.Name))
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(builds)) + "\n")
+	for _, k := range memKeys {
+		fmt.Fprintf(b, "| %s |", mdCell(k))
+		for _, bld := range builds {
+			p, ok := bld.MemoryPeakMiB[k]
+			switch {
+			case !ok:
+				b.WriteString(" – |")
+			case p.Processes > 1:
+				fmt.Fprintf(b, " %.0f (%d processes, largest %.0f) |", finite(p.SumMiB), p.Processes, finite(p.MaxProcessMiB))
+			default:
+				fmt.Fprintf(b, " %.0f |", finite(p.SumMiB))
+			}
+		}
+		b.WriteString("\n")
+	}
+}
+
+// unionKeys is the union of the builds' keys of a map, sorted.
+func unionKeys[V any](builds []Build, m func(Build) map[string]V) []string {
+	seen := map[string]bool{}
+	for _, x := range builds {
+		for k := range m(x) {
+			seen[k] = true
+		}
+	}
+	return slices.Sorted(maps.Keys(seen))
+}
+
+// Names of the Outcomes rows that only some reports have.
+const (
+	rowAllRequests  = "API requests per cycle, all clients"
+	rowCPU          = "CPU seconds per cycle, all components"
+	rowHarnessShare = "harness share of the CPU"
+)
 
 // outcomeRow is a row of compare.md's "Outcomes": its name and a build's cell.
 type outcomeRow struct {
@@ -447,18 +550,7 @@ func requestTotal(x Build) float64 {
 
 // requestKeys is the union of the builds' request keys, sorted.
 func requestKeys(builds []Build) []string {
-	seen := map[string]bool{}
-	var keys []string
-	for _, x := range builds {
-		for k := range x.APIRequestsPerCycle {
-			if !seen[k] {
-				seen[k] = true
-				keys = append(keys, k)
-			}
-		}
-	}
-	sort.Strings(keys)
-	return keys
+	return unionKeys(builds, func(x Build) map[string]float64 { return x.APIRequestsPerCycle })
 }
 
 // requestVerbs are the verbs of requestKeys, sorted.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/usage"
 )
 
 // MergeInput is one report to pool and the file it was read from (named
@@ -294,6 +295,11 @@ type buildPool struct {
 	requests            map[string]float64
 	noRequestCycles     int
 	approximatedLatency bool
+	// byClient and cpu: cycle-weighted sums of the per-cycle figures of
+	// the reports that have them, and the cycles of those and the others.
+	byClient perCycleMean
+	cpu      perCycleMean
+	memory   map[string]usage.Peak
 	// rounds of every report pooled, each naming its run; noRounds and
 	// noEpisodes name the runs whose report lacks per-round counts or
 	// stranding episodes (written before they were counted).
@@ -308,6 +314,46 @@ func newBuildPool(first Build) *buildPool {
 			Strandings: []Stranding{}, SafetyFindings: []SafetyFinding{}},
 		fullLog: true, requests: map[string]float64{},
 	}
+}
+
+// perCycleMean pools per-cycle figures by key (API requests by client,
+// CPU seconds by component): each report's figure weighted by its cycles,
+// over the reports that have the figure (a key a report lacks counts 0
+// there), as api_requests_per_cycle is pooled.
+type perCycleMean struct {
+	sums             map[string]float64
+	cycles, noCycles int
+}
+
+func (m *perCycleMean) add(figures map[string]float64, cycles int) {
+	if figures == nil {
+		m.noCycles += cycles
+		return
+	}
+	if m.sums == nil {
+		m.sums = map[string]float64{}
+	}
+	m.cycles += cycles
+	for k, v := range figures {
+		m.sums[k] += v * float64(cycles)
+	}
+}
+
+// mean is the pooled figures (nil when no report had them) and a note
+// when only some reports had them.
+func (m *perCycleMean) mean(build, field string, total int) (map[string]float64, string) {
+	if m.cycles == 0 {
+		return nil, ""
+	}
+	out := make(map[string]float64, len(m.sums))
+	for k, v := range m.sums {
+		out[k] = v / float64(m.cycles)
+	}
+	note := ""
+	if m.noCycles > 0 {
+		note = fmt.Sprintf("build %s: %s covers %d of %d cycles (the other reports do not have it)", build, field, m.cycles, total)
+	}
+	return out, note
 }
 
 func (p *buildPool) add(x Build, runID string) {
@@ -375,6 +421,16 @@ func (p *buildPool) add(x Build, runID string) {
 	} else {
 		p.noRequestCycles += x.Cycles
 	}
+	p.byClient.add(x.APIRequestsPerCycleByClient, x.Cycles)
+	p.cpu.add(x.CPUSecondsPerCycle, x.Cycles)
+	// A peak is a peak: the largest of the runs'.
+	for k, m := range x.MemoryPeakMiB {
+		if p.memory == nil {
+			p.memory = map[string]usage.Peak{}
+		}
+		q := p.memory[k]
+		p.memory[k] = usage.Peak{SumMiB: max(q.SumMiB, m.SumMiB), MaxProcessMiB: max(q.MaxProcessMiB, m.MaxProcessMiB), Processes: max(q.Processes, m.Processes)}
+	}
 	b.Proxy.EventsDelayed += x.Proxy.EventsDelayed
 	b.Proxy.MaxQueueDepth = max(b.Proxy.MaxQueueDepth, x.Proxy.MaxQueueDepth)
 }
@@ -436,6 +492,17 @@ func (p *buildPool) build() (Build, []string) {
 				b.Name, p.requestCycles, b.Cycles))
 		}
 	}
+	var note string
+	if b.APIRequestsPerCycleByClient, note = p.byClient.mean(b.Name, "api_requests_per_cycle_by_client", b.Cycles); note != "" {
+		notes = append(notes, note)
+	}
+	if b.CPUSecondsPerCycle, note = p.cpu.mean(b.Name, "cpu_seconds_per_cycle", b.Cycles); note != "" {
+		notes = append(notes, note)
+	}
+	if b.CPUSecondsPerCycle != nil {
+		setCPUTotals(&b)
+	}
+	b.MemoryPeakMiB = p.memory
 	return b, notes
 }
 

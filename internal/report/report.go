@@ -20,6 +20,7 @@ import (
 	"github.com/strandlab/strandlab/internal/provenance"
 	"github.com/strandlab/strandlab/internal/stats"
 	"github.com/strandlab/strandlab/internal/timeline"
+	"github.com/strandlab/strandlab/internal/usage"
 )
 
 // Report is report.json.
@@ -69,14 +70,28 @@ type Build struct {
 	StrandedRateCI95Runs *[2]float64 `json:"stranded_rate_ci95_runs,omitempty"`
 	// Rounds are the per-round counts the rounds interval is computed from
 	// and a merge pools; absent when the report has no per-round counts.
-	Rounds               []Round            `json:"rounds,omitempty"`
-	CyclesPerSecond      float64            `json:"cycles_per_second"`
-	AttachToRunningMS    Percentiles        `json:"attach_to_running_ms"`
-	DeleteToRunningMS    Percentiles        `json:"delete_to_running_ms"`
-	APIRequestsPerCycle  map[string]float64 `json:"api_requests_per_cycle"`
-	PinningSameNodeRatio float64            `json:"pinning_same_node_ratio"`
-	Proxy                ProxyStats         `json:"proxy"`
-	Strandings           []Stranding        `json:"strandings"`
+	Rounds              []Round            `json:"rounds,omitempty"`
+	CyclesPerSecond     float64            `json:"cycles_per_second"`
+	AttachToRunningMS   Percentiles        `json:"attach_to_running_ms"`
+	DeleteToRunningMS   Percentiles        `json:"delete_to_running_ms"`
+	APIRequestsPerCycle map[string]float64 `json:"api_requests_per_cycle"`
+	// APIRequestsPerCycleByClient is every client's requests to the API
+	// server during the churn, per cycle, by client (the API server's own
+	// count; "other" for requests of no known client); absent when the
+	// cluster does not tell clients apart (AddRequestsByClient).
+	APIRequestsPerCycleByClient map[string]float64 `json:"api_requests_per_cycle_by_client,omitempty"`
+	// CPUSecondsPerCycle is the CPU time each component used during the
+	// churn, per cycle ("harness": strandlab itself), its total over the
+	// components and the harness's share of it; MemoryPeakMiB each
+	// component's peak resident memory at the end of the churn. Absent
+	// when the cluster's processes are not on this machine (AddUsage).
+	CPUSecondsPerCycle      map[string]float64    `json:"cpu_seconds_per_cycle,omitempty"`
+	CPUSecondsTotalPerCycle float64               `json:"cpu_seconds_total_per_cycle,omitempty"`
+	HarnessCPUShare         float64               `json:"harness_cpu_share,omitempty"`
+	MemoryPeakMiB           map[string]usage.Peak `json:"memory_peak_mib,omitempty"`
+	PinningSameNodeRatio    float64               `json:"pinning_same_node_ratio"`
+	Proxy                   ProxyStats            `json:"proxy"`
+	Strandings              []Stranding           `json:"strandings"`
 	// SafetyFindings are the safety violations, one per episode (a
 	// condition holding continuously), with evidence and timeline.
 	SafetyFindings []SafetyFinding `json:"safety_findings"`
@@ -259,6 +274,47 @@ func AddProxyCounters(b *Build, before, after fault.Counters) {
 		}
 	}
 	b.Proxy = ProxyStats{EventsDelayed: after.EventsDelayed, MaxQueueDepth: after.MaxQueueDepth}
+}
+
+// AddUsage fills the build's CPU seconds per cycle (from each
+// component's CPU seconds during the churn, usage.CPU), their total and
+// the harness's share, and its peak memory. Without cycles there is no
+// per-cycle figure; the memory is set all the same.
+func AddUsage(b *Build, cpuSeconds map[string]float64, memory map[string]usage.Peak) {
+	if len(memory) > 0 {
+		b.MemoryPeakMiB = memory
+	}
+	if b.Cycles <= 0 || len(cpuSeconds) == 0 {
+		return
+	}
+	b.CPUSecondsPerCycle = map[string]float64{}
+	for c, s := range cpuSeconds {
+		b.CPUSecondsPerCycle[c] = s / float64(b.Cycles)
+	}
+	setCPUTotals(b)
+}
+
+// setCPUTotals derives the total and the harness's share from
+// CPUSecondsPerCycle.
+func setCPUTotals(b *Build) {
+	b.CPUSecondsTotalPerCycle = usage.Total(b.CPUSecondsPerCycle)
+	b.HarnessCPUShare = 0
+	if b.CPUSecondsTotalPerCycle > 0 {
+		b.HarnessCPUShare = b.CPUSecondsPerCycle[usage.Harness] / b.CPUSecondsTotalPerCycle
+	}
+}
+
+// AddRequestsByClient fills the build's requests per cycle by client from
+// each client's requests during the churn (usage.Delta of the API
+// server's counts before and after).
+func AddRequestsByClient(b *Build, requests map[string]float64) {
+	if b.Cycles <= 0 || requests == nil {
+		return
+	}
+	b.APIRequestsPerCycleByClient = map[string]float64{}
+	for c, n := range requests {
+		b.APIRequestsPerCycleByClient[c] = n / float64(b.Cycles)
+	}
 }
 
 func percentilesMS(ds []time.Duration) Percentiles {

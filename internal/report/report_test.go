@@ -16,7 +16,7 @@ import (
 
 func TestBuildFromCycles(t *testing.T) {
 	ms := time.Millisecond
-	res := cycle.Result{Elapsed: 2 * time.Second, Cycles: []cycle.Cycle{
+	res := cycle.Result{Elapsed: 2 * time.Second, BusyWait: 1500 * ms, Cycles: []cycle.Cycle{
 		{Outcome: cycle.Running, OldNode: "n1", NewNode: "n1", CreateToRunning: 10 * ms, DeleteToRunning: 100 * ms},
 		{Outcome: cycle.Running, OldNode: "n2", NewNode: "n3", CreateToRunning: 30 * ms, DeleteToRunning: 300 * ms},
 		{Outcome: cycle.Running, OldNode: "n1", NewNode: "n1", CreateToRunning: 20 * ms, DeleteToRunning: 200 * ms},
@@ -30,6 +30,7 @@ func TestBuildFromCycles(t *testing.T) {
 		{"cycles", b.Cycles, 4},
 		{"not running", b.CyclesNotRunning, 1},
 		{"cycles per second", b.CyclesPerSecond, 2.0},
+		{"seconds the churn waited on busy pods", b.ChurnWaitedOnBusySeconds, 1.5},
 		{"to-running p50", b.AttachToRunningMS.P50, 20.0},
 		{"to-running p99", b.AttachToRunningMS.P99, 30.0},
 		{"delete-to-running p50", b.DeleteToRunningMS.P50, 200.0},

@@ -275,7 +275,8 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		strands.Wait()
 	}()
 	fmt.Fprintf(opts.Progress, ">> churning: %d cycles, seed %d\n", sc.Churn.Cycles, sc.Seed)
-	// The proxy's counters are read around the churn, so that startup
+	// The proxy's counters, the processes' CPU time and the API server's
+	// requests per client are read around the churn, so that startup
 	// (informers listing everything) does not count per cycle.
 	var before fault.Counters
 	if proxied != nil {
@@ -283,6 +284,8 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 			return nil, fmt.Errorf("build %s: %w", build, err)
 		}
 	}
+	meter := newMeter(c)
+	usageBefore := meter.read(ctx)
 	res, err := churn.Run(ctx, client, pods, churn.Config{
 		Namespace: Namespace, Targets: targets, Cycles: sc.Churn.Cycles, Seed: sc.Seed, RoundRobin: sc.Churn.Order == "roundRobin",
 		CycleTimeout: sc.Churn.CycleTimeout.Duration, Progress: opts.Progress, ProgressEvery: 5 * time.Second,
@@ -299,8 +302,14 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 			rep.Builds = rep.Builds[:len(rep.Builds)-1]
 		},
 	})
+	// Read at once (before the proxy's journal is saved), with a context
+	// of its own: an interrupted run's churn is measured too.
+	mctx, mcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	usageAfter := meter.read(mctx)
+	mcancel()
 	b := report.BuildFromCycles(build, controller.Provenance, res, strands.SafetyViolations())
 	report.AddPhantomListings(&b, strands.PhantomListings())
+	meter.apply(&b, usageBefore, usageAfter)
 	if band, ok := sc.BandFor(build); ok && !res.Interrupted {
 		unmet := band.Check(outcomeOf(b, res))
 		b.Expectation = &report.Expectation{Met: len(unmet) == 0, Unmet: unmet}

@@ -6,6 +6,7 @@
 //	strandlab down --kubeconfig F --namespace strandlab
 //	strandlab merge _output/reports/<run-a> _output/reports/<run-b>
 //	strandlab shards --shards 8
+//	strandlab bench --cycles 500
 package main
 
 import (
@@ -51,7 +52,7 @@ func execute() int {
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
-	root.AddCommand(runCommand(), downCommand(), validateCommand(), kcmCommand(), mergeCommand(), planCommand(), shardsCommand())
+	root.AddCommand(runCommand(), downCommand(), validateCommand(), kcmCommand(), mergeCommand(), planCommand(), shardsCommand(), benchCommand())
 	err := root.Execute()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "strandlab:", err)

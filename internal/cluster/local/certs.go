@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/strandlab/strandlab/internal/apfcount"
 	"github.com/strandlab/strandlab/internal/pki"
 )
 
@@ -24,6 +25,9 @@ type clusterPKI struct {
 	// manager's client certificate it forwards with.
 	proxyCert, proxyKey string
 	kcmCert, kcmKey     string
+	// identities are the client identities issued here, by the client the
+	// report counts their API requests for (apf.go).
+	identities []apfcount.Identity
 }
 
 // writePKI issues one identity per component so that each is authorized as
@@ -53,22 +57,26 @@ func writePKI(dir, server string, nodes []string) (*clusterPKI, error) {
 		return nil, err
 	}
 	ids := []struct {
-		dst  *string
-		name string
-		id   pki.Identity
+		dst    *string
+		name   string
+		id     pki.Identity
+		client string // whose requests these are, in the report
 	}{
-		{&out.admin, "admin", pki.Identity{CommonName: "strandlab-admin", Organization: []string{"system:masters"}}},
-		{&out.controllerManager, "kube-controller-manager", pki.Identity{CommonName: "system:kube-controller-manager"}},
-		{&out.scheduler, "kube-scheduler", pki.Identity{CommonName: "system:kube-scheduler"}},
-		{&out.csiAttacher, "csi-attacher", pki.Identity{CommonName: "strandlab:csi-attacher"}},
-		{&out.csiProvisioner, "csi-provisioner", pki.Identity{CommonName: "strandlab:csi-provisioner"}},
-		{&out.pinExtender, "pin-extender", pki.Identity{CommonName: "strandlab:pin-extender"}},
+		{&out.admin, "admin", pki.Identity{CommonName: "strandlab-admin", Organization: []string{"system:masters"}}, "harness"},
+		{&out.controllerManager, "kube-controller-manager", pki.Identity{CommonName: "system:kube-controller-manager"}, "kube-controller-manager"},
+		{&out.scheduler, "kube-scheduler", pki.Identity{CommonName: "system:kube-scheduler"}, "kube-scheduler"},
+		{&out.csiAttacher, "csi-attacher", pki.Identity{CommonName: "strandlab:csi-attacher"}, "csi-attacher"},
+		{&out.csiProvisioner, "csi-provisioner", pki.Identity{CommonName: "strandlab:csi-provisioner"}, "csi-provisioner"},
+		{&out.pinExtender, "pin-extender", pki.Identity{CommonName: "strandlab:pin-extender"}, "pin-extender"},
 	}
 	for _, i := range ids {
 		if *i.dst, err = ca.Kubeconfig(pkiDir, i.name, server, i.id); err != nil {
 			return nil, err
 		}
+		out.identities = append(out.identities, apfcount.User(i.client, i.client, i.id.CommonName, i.id.Organization...))
 	}
+	// Every kubelet is system:node:<name> in system:nodes, and only they are.
+	out.identities = append(out.identities, apfcount.Group("kubelet-sim", "kubelet-sim", "system:nodes", "system:node:"))
 	out.kcmCert, out.kcmKey = filepath.Join(pkiDir, "kube-controller-manager.crt"), filepath.Join(pkiDir, "kube-controller-manager.key")
 	for _, n := range nodes {
 		if out.nodes[n], err = ca.Kubeconfig(pkiDir, n, server, pki.Identity{CommonName: "system:node:" + n, Organization: []string{"system:nodes"}}); err != nil {

@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,6 +60,8 @@ var (
 	_ cluster.LogCluster            = (*Cluster)(nil)
 	_ cluster.APIServerRestarter    = (*Cluster)(nil)
 	_ cluster.ComponentLister       = (*Cluster)(nil)
+	_ cluster.ProcessLister         = (*Cluster)(nil)
+	_ cluster.APIRequestCounter     = (*Cluster)(nil)
 )
 
 func (p *Provider) Name() string { return "local" }
@@ -116,6 +119,11 @@ type Cluster struct {
 	proxyAdmin string // http://127.0.0.1:port of the proxy's admin server, if any
 	keep       bool
 	procs      *process.Group
+	// apfClients maps the per-client FlowSchemas' names to their clients
+	// (apf.go); nil when the cluster has none. harnessRequests counts the
+	// requests of the clients made from restConfig (the harness's).
+	apfClients      map[string]string
+	harnessRequests atomic.Int64
 
 	stopOnce sync.Once
 	stopErr  error
@@ -160,6 +168,9 @@ type starting struct {
 	csi    csiLayout
 	driver string
 	admin  kubernetes.Interface
+	// apiserver is the kube-apiserver process: steps that wait on the API
+	// server alone (the FlowSchemas) are ready in its name.
+	apiserver *process.Process
 	// kcmKubeconfig is where kube-controller-manager connects: the API
 	// server, or the proxy in front of it.
 	kcmKubeconfig string
@@ -240,7 +251,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		{{"kube-apiserver", st.startAPIServer}},
 		// kube-controller-manager connects through the proxy: it must be
 		// serving first. Everything else starts together.
-		{{"cluster objects", st.startObjects}, {"apiproxy", st.startProxy}},
+		{{"cluster objects", st.startObjects}, {"flowschemas", st.startFlowSchemas}, {"apiproxy", st.startProxy}},
 		{{"csi", st.startCSI}, {"kube-controller-manager", st.startControllerManager}, {"kube-scheduler", st.startScheduler}, {"kubelets", st.startKubelets}},
 	}
 	for _, phase := range phases {
@@ -303,6 +314,12 @@ func (st *starting) startPKI(context.Context) ([]readiness, error) {
 	// The harness's own clients must not be slowed by client-go's default
 	// 5 QPS (it would distort timings); the components keep their defaults.
 	c.restConfig.QPS, c.restConfig.Burst = 200, 400
+	// Every client made from it (RESTConfig copies the wrapper) is the
+	// harness: its requests are counted here, as the API server cannot
+	// tell them from its own (apf.go).
+	c.restConfig.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return harnessCounter{next: rt, count: &c.harnessRequests}
+	})
 	st.admin, err = kubernetes.NewForConfig(c.restConfig)
 	return nil, err
 }
@@ -356,6 +373,7 @@ func (st *starting) startAPIServer(context.Context) ([]readiness, error) {
 	if err != nil {
 		return nil, err
 	}
+	st.apiserver = apiserver
 	return []readiness{{proc: apiserver, check: st.apiServerReady}}, nil
 }
 
@@ -470,6 +488,15 @@ func (c *Cluster) Running() []string {
 	var out []string
 	for _, p := range c.procs.Running() {
 		out = append(out, p.Name)
+	}
+	return out
+}
+
+// Processes are the running components' processes.
+func (c *Cluster) Processes() []cluster.Process {
+	var out []cluster.Process
+	for _, p := range c.procs.Running() {
+		out = append(out, cluster.Process{Name: p.Name, PID: p.PID()})
 	}
 	return out
 }

@@ -1,0 +1,46 @@
+// Package procstat reads a process's own accounting from /proc (Linux):
+// its CPU time (utime + stime of /proc/<pid>/stat) and its peak resident
+// memory (VmHWM of /proc/<pid>/status), as usage.Samples. Parsing is
+// prometheus/procfs's (already in the module graph through
+// client_golang); the arithmetic on the samples is internal/usage's.
+package procstat
+
+import (
+	"fmt"
+
+	"github.com/prometheus/procfs"
+
+	"github.com/strandlab/strandlab/internal/usage"
+)
+
+// Read samples the process pid, under the given name.
+func Read(name string, pid int) (usage.Sample, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return usage.Sample{}, fmt.Errorf("process %s (pid %d): %w", name, pid, err)
+	}
+	return sample(name, p)
+}
+
+// Self samples the calling process (the harness), named usage.Harness.
+func Self() (usage.Sample, error) {
+	p, err := procfs.Self()
+	if err != nil {
+		return usage.Sample{}, fmt.Errorf("this process: %w", err)
+	}
+	return sample(usage.Harness, p)
+}
+
+func sample(name string, p procfs.Proc) (usage.Sample, error) {
+	st, err := p.Stat()
+	if err != nil {
+		return usage.Sample{}, fmt.Errorf("process %s (pid %d): %w", name, p.PID, err)
+	}
+	status, err := p.NewStatus()
+	if err != nil {
+		return usage.Sample{}, fmt.Errorf("process %s (pid %d): %w", name, p.PID, err)
+	}
+	// CPUTime is (utime + stime) / USER_HZ, procfs's fixed 100 Hz: the
+	// value Linux exposes to user space on every common architecture.
+	return usage.Sample{Name: name, PID: st.PID, StartTicks: st.Starttime, CPUSeconds: st.CPUTime(), PeakRSSBytes: status.VmHWM}, nil
+}

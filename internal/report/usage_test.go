@@ -1,0 +1,237 @@
+package report
+
+import (
+	"encoding/json"
+	"maps"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/strandlab/strandlab/internal/usage"
+)
+
+func TestAddUsage(t *testing.T) {
+	mem := map[string]usage.Peak{"etcd": {SumMiB: 80, MaxProcessMiB: 80, Processes: 1}}
+	tests := []struct {
+		name      string
+		cycles    int
+		cpu       map[string]float64
+		wantCPU   map[string]float64
+		wantTotal float64
+		wantShare float64
+	}{
+		{name: "per cycle, total and the harness's share", cycles: 100,
+			cpu:     map[string]float64{"etcd": 10, "kube-apiserver": 30, usage.Harness: 10},
+			wantCPU: map[string]float64{"etcd": 0.1, "kube-apiserver": 0.3, usage.Harness: 0.1}, wantTotal: 0.5, wantShare: 0.2},
+		{name: "no harness sample: share 0", cycles: 10, cpu: map[string]float64{"etcd": 1},
+			wantCPU: map[string]float64{"etcd": 0.1}, wantTotal: 0.1},
+		{name: "no cycles: no per-cycle figure", cycles: 0, cpu: map[string]float64{"etcd": 1}},
+		{name: "no CPU figures", cycles: 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := Build{Cycles: tt.cycles}
+			AddUsage(&b, tt.cpu, mem)
+			if !maps.EqualFunc(b.CPUSecondsPerCycle, tt.wantCPU, func(x, y float64) bool { return math.Abs(x-y) < 1e-12 }) ||
+				(b.CPUSecondsPerCycle == nil) != (tt.wantCPU == nil) {
+				t.Errorf("cpu_seconds_per_cycle = %v, want %v", b.CPUSecondsPerCycle, tt.wantCPU)
+			}
+			if math.Abs(b.CPUSecondsTotalPerCycle-tt.wantTotal) > 1e-12 || math.Abs(b.HarnessCPUShare-tt.wantShare) > 1e-12 {
+				t.Errorf("total %v, share %v; want %v, %v", b.CPUSecondsTotalPerCycle, b.HarnessCPUShare, tt.wantTotal, tt.wantShare)
+			}
+			if !maps.Equal(b.MemoryPeakMiB, mem) {
+				t.Errorf("memory_peak_mib = %v, want %v", b.MemoryPeakMiB, mem)
+			}
+		})
+	}
+}
+
+func TestAddRequestsByClient(t *testing.T) {
+	tests := []struct {
+		name     string
+		cycles   int
+		requests map[string]float64
+		want     map[string]float64
+	}{
+		{name: "per cycle", cycles: 4, requests: map[string]float64{"kube-controller-manager": 40, "harness": 2}, want: map[string]float64{"kube-controller-manager": 10, "harness": 0.5}},
+		{name: "counted, none made", cycles: 4, requests: map[string]float64{}, want: map[string]float64{}},
+		{name: "not counted", cycles: 4},
+		{name: "no cycles", cycles: 0, requests: map[string]float64{"harness": 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := Build{Cycles: tt.cycles}
+			AddRequestsByClient(&b, tt.requests)
+			if !maps.Equal(b.APIRequestsPerCycleByClient, tt.want) || (b.APIRequestsPerCycleByClient == nil) != (tt.want == nil) {
+				t.Errorf("api_requests_per_cycle_by_client = %v, want %v", b.APIRequestsPerCycleByClient, tt.want)
+			}
+		})
+	}
+}
+
+// The new figures are report.json fields under their contract names, and
+// absent (not empty) from a report that has none (kind, existing).
+func TestUsageFieldsInTheJSON(t *testing.T) {
+	b := Build{Name: "stock", Cycles: 10}
+	AddUsage(&b, map[string]float64{"etcd": 1, usage.Harness: 1}, map[string]usage.Peak{"etcd": {SumMiB: 50, MaxProcessMiB: 50, Processes: 1}})
+	AddRequestsByClient(&b, map[string]float64{"kube-scheduler": 20})
+	data, err := json.Marshal(Report{Builds: []Build{b, {Name: "fix"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Builds []map[string]json.RawMessage `json:"builds"`
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{
+		"cpu_seconds_per_cycle":            `{"etcd":0.1,"harness":0.1}`,
+		"cpu_seconds_total_per_cycle":      `0.2`,
+		"harness_cpu_share":                `0.5`,
+		"memory_peak_mib":                  `{"etcd":{"sum":50,"max_process":50,"processes":1}}`,
+		"api_requests_per_cycle_by_client": `{"kube-scheduler":2}`,
+	}
+	for k, v := range want {
+		if string(got.Builds[0][k]) != v {
+			t.Errorf("%s = %s, want %s", k, got.Builds[0][k], v)
+		}
+		if _, ok := got.Builds[1][k]; ok {
+			t.Errorf("a build without the figures has %s", k)
+		}
+	}
+}
+
+func TestCompareMarkdownResources(t *testing.T) {
+	withUsage := twoBuilds()
+	for i, scale := range []float64{1, 2} {
+		b := &withUsage.Builds[i]
+		AddUsage(b, map[string]float64{"etcd": scale, "kube-apiserver": 3 * scale, usage.Harness: 1},
+			map[string]usage.Peak{"etcd": {SumMiB: 60, MaxProcessMiB: 60, Processes: 1}, "kubelet-sim": {SumMiB: 240, MaxProcessMiB: 35, Processes: 8}})
+		AddRequestsByClient(b, map[string]float64{"kube-controller-manager": 70 * scale, "harness": 10})
+	}
+	withUsage.Builds[1].MemoryPeakMiB = map[string]usage.Peak{"etcd": {SumMiB: 61, MaxProcessMiB: 61, Processes: 1}}
+	tests := []struct {
+		name    string
+		r       *Report
+		want    []string
+		notWant []string
+	}{
+		{
+			name: "figures per build, ratios to stock",
+			r:    withUsage,
+			want: []string{
+				"| API requests per cycle, all clients | 8.00 | 15.00 |",
+				"| CPU seconds per cycle, all components | 0.5000 | 0.9000 |",
+				"| harness share of the CPU | 20.0% | 11.1% |",
+				"## API requests per cycle by client",
+				"| client | stock | fix | fix/stock |",
+				"| harness | 1.00 | 1.00 | 1.00 |\n| kube-controller-manager | 7.00 | 14.00 | 2.00 |\n| **total** | 8.00 | 15.00 | 1.88 |",
+				"## CPU seconds per cycle by component",
+				"| etcd | 0.1000 | 0.2000 | 2.00 |\n| harness | 0.1000 | 0.1000 | 1.00 |\n| kube-apiserver | 0.3000 | 0.6000 | 2.00 |\n| **total** | 0.5000 | 0.9000 | 1.80 |",
+				"## Peak memory (MiB) by component",
+				"| etcd | 60 | 61 |\n| kubelet-sim | 240 (8 processes, largest 35) | – |",
+			},
+		},
+		{
+			name:    "a report without them has no such rows or sections",
+			r:       twoBuilds(),
+			notWant: []string{"all clients", "all components", "harness share", "by client", "by component", "Peak memory"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			md := CompareMarkdown(tt.r)
+			for _, w := range tt.want {
+				if !strings.Contains(md, w) {
+					t.Errorf("compare.md lacks %q:\n%s", w, md)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(md, w) {
+					t.Errorf("compare.md has %q:\n%s", w, md)
+				}
+			}
+		})
+	}
+}
+
+func TestMergePoolsUsage(t *testing.T) {
+	tests := []struct {
+		name       string
+		mutate     func(a, b *Build) // the two runs' stock builds
+		wantCPU    map[string]float64
+		wantShare  float64
+		wantClient map[string]float64
+		wantMemory map[string]usage.Peak
+		wantNotes  []string
+	}{
+		{
+			name: "cycle-weighted means, recomputed share, the larger peak",
+			mutate: func(a, b *Build) {
+				a.Cycles, b.Cycles = 1000, 3000 // weights 1:3
+				a.CPUSecondsPerCycle = map[string]float64{"etcd": 0.1, usage.Harness: 0.1}
+				b.CPUSecondsPerCycle = map[string]float64{"etcd": 0.3, usage.Harness: 0.1, "kube-apiserver": 0.4}
+				a.APIRequestsPerCycleByClient = map[string]float64{"harness": 4}
+				b.APIRequestsPerCycleByClient = map[string]float64{"harness": 8, "kube-scheduler": 2}
+				a.MemoryPeakMiB = map[string]usage.Peak{"etcd": {SumMiB: 50, MaxProcessMiB: 50, Processes: 1}, "kubelet-sim": {SumMiB: 200, MaxProcessMiB: 30, Processes: 8}}
+				b.MemoryPeakMiB = map[string]usage.Peak{"etcd": {SumMiB: 70, MaxProcessMiB: 70, Processes: 1}, "kubelet-sim": {SumMiB: 190, MaxProcessMiB: 40, Processes: 8}}
+			},
+			// etcd (0.1 + 3*0.3)/4, harness 0.1, kube-apiserver 3*0.4/4.
+			wantCPU:    map[string]float64{"etcd": 0.25, usage.Harness: 0.1, "kube-apiserver": 0.3},
+			wantShare:  0.1 / 0.65,
+			wantClient: map[string]float64{"harness": 7, "kube-scheduler": 1.5},
+			wantMemory: map[string]usage.Peak{"etcd": {SumMiB: 70, MaxProcessMiB: 70, Processes: 1}, "kubelet-sim": {SumMiB: 200, MaxProcessMiB: 40, Processes: 8}},
+		},
+		{
+			name: "one report without them: over the other's cycles, with notes",
+			mutate: func(a, b *Build) {
+				a.CPUSecondsPerCycle = map[string]float64{"etcd": 0.2}
+				a.APIRequestsPerCycleByClient = map[string]float64{"harness": 4}
+			},
+			wantCPU:    map[string]float64{"etcd": 0.2},
+			wantClient: map[string]float64{"harness": 4},
+			wantNotes: []string{
+				"build stock: api_requests_per_cycle_by_client covers 1000 of 2000 cycles",
+				"build stock: cpu_seconds_per_cycle covers 1000 of 2000 cycles",
+			},
+		},
+		{
+			name:   "none has them",
+			mutate: func(a, b *Build) {},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := twoRuns()
+			tt.mutate(&in[0].Report.Builds[0], &in[1].Report.Builds[0])
+			m, err := Merge(in, MergeOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := m.Builds[0]
+			near := func(x, y float64) bool { return math.Abs(x-y) < 1e-12 }
+			if !maps.EqualFunc(b.CPUSecondsPerCycle, tt.wantCPU, near) || (b.CPUSecondsPerCycle == nil) != (tt.wantCPU == nil) {
+				t.Errorf("cpu_seconds_per_cycle = %v, want %v", b.CPUSecondsPerCycle, tt.wantCPU)
+			}
+			if !near(b.CPUSecondsTotalPerCycle, usage.Total(tt.wantCPU)) || !near(b.HarnessCPUShare, tt.wantShare) {
+				t.Errorf("total %v, share %v; want %v, %v", b.CPUSecondsTotalPerCycle, b.HarnessCPUShare, usage.Total(tt.wantCPU), tt.wantShare)
+			}
+			if !maps.EqualFunc(b.APIRequestsPerCycleByClient, tt.wantClient, near) || (b.APIRequestsPerCycleByClient == nil) != (tt.wantClient == nil) {
+				t.Errorf("api_requests_per_cycle_by_client = %v, want %v", b.APIRequestsPerCycleByClient, tt.wantClient)
+			}
+			if !maps.Equal(b.MemoryPeakMiB, tt.wantMemory) {
+				t.Errorf("memory_peak_mib = %v, want %v", b.MemoryPeakMiB, tt.wantMemory)
+			}
+			for _, n := range tt.wantNotes {
+				found := false
+				for _, got := range m.Notes {
+					found = found || strings.HasPrefix(got, n)
+				}
+				if !found {
+					t.Errorf("no note %q in %q", n, m.Notes)
+				}
+			}
+		})
+	}
+}

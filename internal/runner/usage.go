@@ -1,0 +1,75 @@
+package runner
+
+import (
+	"context"
+
+	"k8s.io/klog/v2"
+
+	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/procstat"
+	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/usage"
+)
+
+// meter reads what a build costs around its churn (docs/performance.md):
+// the CPU time and peak memory of the cluster's processes and of the
+// harness itself, when the cluster's processes are on this machine, and
+// the API server's requests per client, when it tells clients apart.
+type meter struct {
+	procs cluster.ProcessLister     // nil: no CPU or memory figures
+	api   cluster.APIRequestCounter // nil: no requests per client
+}
+
+// reading is one meter reading.
+type reading struct {
+	samples  []usage.Sample
+	requests usage.Counter // nil when not read
+}
+
+func newMeter(c cluster.Cluster) meter {
+	var m meter
+	m.procs, _ = c.(cluster.ProcessLister)
+	m.api, _ = c.(cluster.APIRequestCounter)
+	return m
+}
+
+// read takes one reading. What cannot be read is logged and left out: the
+// figures are a measurement beside the run's, not a reason to fail it.
+func (m meter) read(ctx context.Context) reading {
+	var r reading
+	if m.procs != nil {
+		for _, p := range m.procs.Processes() {
+			s, err := procstat.Read(p.Name, p.PID)
+			if err != nil {
+				// It exited since it was listed: usage.CPU counts it as gone.
+				klog.V(2).InfoS("Process not sampled", "process", p.Name, "err", err)
+				continue
+			}
+			r.samples = append(r.samples, s)
+		}
+		if self, err := procstat.Self(); err == nil {
+			r.samples = append(r.samples, self)
+		} else {
+			klog.ErrorS(err, "The harness's own CPU time cannot be read")
+		}
+	}
+	if m.api != nil {
+		counts, err := m.api.APIRequestsByClient(ctx)
+		if err != nil {
+			klog.ErrorS(err, "API requests per client not read")
+		} else {
+			r.requests = counts
+		}
+	}
+	return r
+}
+
+// apply puts the figures of the churn between before and after into b.
+func (m meter) apply(b *report.Build, before, after reading) {
+	if m.procs != nil && len(after.samples) > 0 {
+		report.AddUsage(b, usage.CPU(before.samples, after.samples), usage.Memory(after.samples))
+	}
+	if before.requests != nil && after.requests != nil {
+		report.AddRequestsByClient(b, usage.Delta(before.requests, after.requests))
+	}
+}

@@ -1,0 +1,143 @@
+// Package usage turns samples of processes' own accounting (CPU time, peak
+// resident memory) taken before and after a churn into per-component
+// figures: the CPU seconds each component spent in the window and its peak
+// memory. It is pure: the samples come from internal/procstat (or a test),
+// so the arithmetic is tested without any process (docs/performance.md).
+package usage
+
+import (
+	"sort"
+	"strings"
+)
+
+// Harness is the component name of the strandlab process itself.
+const Harness = "harness"
+
+// Sample is one process's accounting at one instant.
+type Sample struct {
+	// Name is the process's name as its cluster knows it (e.g.
+	// "kubelet-sim-node-3"); ComponentOf groups names into components.
+	Name string
+	PID  int
+	// StartTicks is when the process started (clock ticks after boot): with
+	// PID it tells a process from a later one that reuses its PID.
+	StartTicks uint64
+	// CPUSeconds is the CPU time the process has used since it started,
+	// user plus system, its own threads only (not its reaped children:
+	// the harness's children are the components, counted on their own).
+	CPUSeconds float64
+	// PeakRSSBytes is the process's peak resident set size so far (VmHWM).
+	PeakRSSBytes uint64
+}
+
+// groups are the components that run as several processes, by the prefix
+// of their processes' names: one CSI driver instance per node plus the
+// controller instance, one simulated kubelet per node.
+var groups = []string{"csi-driver", "kubelet-sim"}
+
+// ComponentOf is the component a process belongs to: "csi-driver" for
+// csi-driver-controller and csi-driver-node-N, "kubelet-sim" for
+// kubelet-sim-node-N, the name itself otherwise.
+func ComponentOf(name string) string {
+	for _, g := range groups {
+		if strings.HasPrefix(name, g+"-") {
+			return g
+		}
+	}
+	return name
+}
+
+// key identifies one process across samples.
+type key struct {
+	pid   int
+	start uint64
+}
+
+// CPU is the CPU seconds each component used between the before and after
+// samples. A process in both counts its difference; a process only in
+// after started in the window (a restarted component) and counts all of
+// its time; a process only in before exited in the window and counts
+// nothing, since what it used after the before sample is gone with it.
+// Components of after with no CPU time at all are present with 0.
+func CPU(before, after []Sample) map[string]float64 {
+	prev := map[key]float64{}
+	for _, s := range before {
+		prev[key{s.PID, s.StartTicks}] = s.CPUSeconds
+	}
+	out := map[string]float64{}
+	for _, s := range after {
+		d := s.CPUSeconds
+		if p, ok := prev[key{s.PID, s.StartTicks}]; ok {
+			d -= p
+		}
+		out[ComponentOf(s.Name)] += max(d, 0)
+	}
+	return out
+}
+
+// Peak is a component's peak resident memory, in MiB.
+type Peak struct {
+	// SumMiB is the sum of its processes' peaks: an upper bound of the
+	// component's peak, as the processes need not peak at the same time.
+	SumMiB float64 `json:"sum"`
+	// MaxProcessMiB is the largest peak of one of its processes.
+	MaxProcessMiB float64 `json:"max_process"`
+	// Processes is how many processes were sampled.
+	Processes int `json:"processes"`
+}
+
+const mib = 1 << 20
+
+// Memory is each component's peak memory from one set of samples (taken
+// at the end of the churn: VmHWM only grows).
+func Memory(samples []Sample) map[string]Peak {
+	out := map[string]Peak{}
+	for _, s := range samples {
+		c := ComponentOf(s.Name)
+		p := out[c]
+		m := float64(s.PeakRSSBytes) / mib
+		p.SumMiB += m
+		p.MaxProcessMiB = max(p.MaxProcessMiB, m)
+		p.Processes++
+		out[c] = p
+	}
+	return out
+}
+
+// Total is the sum of a map of per-key figures, summed in key order so that
+// the result does not depend on map iteration (reports are compared
+// byte for byte).
+func Total(m map[string]float64) float64 {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	t := 0.0
+	for _, k := range keys {
+		t += m[k]
+	}
+	return t
+}
+
+// Counter is one reading of monotonically increasing counters by key (e.g.
+// API requests by client).
+type Counter map[string]float64
+
+// Delta is after minus before per key, for the keys of after. A key whose
+// counter went down was reset in between (the API server restarted): its
+// after value is all that is known to have happened since, as Prometheus's
+// rate() treats a reset. Keys whose delta is 0 are left out.
+func Delta(before, after Counter) map[string]float64 {
+	out := map[string]float64{}
+	for k, a := range after {
+		d := a - before[k]
+		if d < 0 {
+			d = a
+		}
+		if d > 0 {
+			out[k] = d
+		}
+	}
+	return out
+}

@@ -1,0 +1,334 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/cluster/local"
+	"github.com/strandlab/strandlab/internal/kcmbuild"
+	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/runner"
+	"github.com/strandlab/strandlab/internal/scenario"
+	"github.com/strandlab/strandlab/internal/upstream"
+	"github.com/strandlab/strandlab/internal/usage"
+)
+
+// benchScenarios are the bench's fixed profiles: the soak without its
+// faults, then with them (docs/performance.md).
+var benchScenarios = []string{"scenarios/soak-control.yaml", "scenarios/soak.yaml"}
+
+// benchCommand is `strandlab bench`: the soak's load, stock only, a fixed
+// number of cycles per profile, summarised as what a cycle costs
+// (docs/performance.md). It runs `strandlab run`'s code (runner.Run) and
+// reads the reports it writes.
+func benchCommand() *cobra.Command {
+	var (
+		cycles    int
+		output    string
+		scenarios []string
+	)
+	cmd := &cobra.Command{
+		Use:   "bench",
+		Short: "Measure what a churn cycle costs: CPU per component, memory, API requests per client, cycles/s",
+		Long: `Run the soak's load with the stock controller, once without faults
+(scenarios/soak-control.yaml) and once with the soak's faults
+(scenarios/soak.yaml), --cycles cycles each, on the local provider, and
+summarise what a cycle costs: cycles/s, CPU seconds per cycle per component
+(and the harness's share), the cores busy on average, peak memory per
+component and API requests per cycle per client.
+
+Writes <output>/bench/<run-id>/: bench.json and bench.md (the table), and
+the runs' reports under reports/. Prints the table, then bench.json's path
+as the last line. Exit status as run's: 0 when the runs completed, 130 when
+interrupted (what was measured is written), 1 when the harness failed.`,
+		Example: `  strandlab bench
+  strandlab bench --cycles 500`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if cycles < 1 {
+				return fmt.Errorf("--cycles: %d, want at least 1", cycles)
+			}
+			return bench(cmd.Context(), benchOptions{cycles: cycles, output: output, scenarios: scenarios,
+				command: "strandlab " + strings.Join(os.Args[1:], " ")}, os.Stdout, os.Stderr)
+		},
+	}
+	f := cmd.Flags()
+	f.IntVar(&cycles, "cycles", 1000, "cycles per profile (make bench: BENCH_CYCLES)")
+	f.StringVar(&output, "output", "_output", "output directory (relative to the repository root)")
+	f.StringSliceVar(&scenarios, "scenario", benchScenarios, "the profiles: scenario files, comma-separated or repeated")
+	return cmd
+}
+
+type benchOptions struct {
+	cycles    int
+	output    string
+	scenarios []string
+	command   string
+}
+
+// bench runs the profiles one after the other (one cluster at a time:
+// they measure the machine) and writes the summary.
+func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error {
+	out, err := outputDir(o.output)
+	if err != nil {
+		return err
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return err
+	}
+	root, err := upstream.RepoRoot(wd)
+	if err != nil {
+		return err
+	}
+	started := time.Now().UTC()
+	b := Bench{RunID: report.RunID(started, "bench"), Command: strings.TrimSpace(o.command), Commit: gitCommit(root),
+		Machine: Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH}, Cycles: o.cycles, StartedAt: started}
+	dir := filepath.Join(out, "bench", b.RunID)
+	opts := runner.Options{Builds: []string{kcmbuild.Stock}, Cycles: o.cycles, OutputDir: dir, RepoRoot: root, Progress: stderr}
+	// The profiles are local-provider scenarios: only the local provider
+	// has the processes whose CPU is measured.
+	opts.Providers = cluster.NewRegistry(&local.Provider{RepoRoot: root, Progress: stderr})
+	prepared := make([]*scenario.Scenario, len(o.scenarios))
+	for i, path := range o.scenarios {
+		po := opts
+		po.ScenarioPath = path
+		if prepared[i], err = runner.Prepare(ctx, po); err != nil {
+			return err
+		}
+	}
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var runErr error
+	for i, sc := range prepared {
+		fmt.Fprintf(stderr, "\n== bench profile %s (%d of %d): %d cycles, stock\n", sc.Name, i+1, len(prepared), o.cycles)
+		ro := opts
+		ro.ScenarioPath = o.scenarios[i]
+		reportDir, err := runner.Run(ctx, ro, sc)
+		if reportDir != "" {
+			rep, rerr := report.Read(filepath.Join(reportDir, "report.json"))
+			if rerr != nil {
+				runErr = errors.Join(err, rerr)
+				break
+			}
+			rel, _ := filepath.Rel(dir, filepath.Join(reportDir, "report.json"))
+			b.Profiles = append(b.Profiles, profileOf(o.scenarios[i], rel, rep))
+		}
+		if err != nil {
+			runErr = err
+			break
+		}
+		if ctx.Err() != nil {
+			runErr = &exitError{exitInterrupted, errors.New("interrupted; what was measured is written")}
+			break
+		}
+	}
+	b.FinishedAt = time.Now().UTC()
+	path, err := writeBench(b, dir)
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	fmt.Fprintf(stdout, "\n%s\n%s\n", BenchTable(b), path)
+	return runErr
+}
+
+// gitCommit is the checkout's commit, with "-dirty" when tracked files
+// differ from it; "" when git cannot tell. GIT_OPTIONAL_LOCKS=0 keeps
+// git status from refreshing (writing) the index.
+func gitCommit(root string) string {
+	git := func(args ...string) (string, error) {
+		cmd := exec.Command("git", args...)
+		cmd.Dir, cmd.Env = root, append(os.Environ(), "GIT_OPTIONAL_LOCKS=0")
+		out, err := cmd.Output()
+		return strings.TrimSpace(string(out)), err
+	}
+	commit, err := git("rev-parse", "--short=12", "HEAD")
+	if err != nil {
+		return ""
+	}
+	if status, err := git("status", "--porcelain", "--untracked-files=no"); err == nil && status != "" {
+		commit += "-dirty"
+	}
+	return commit
+}
+
+// Bench is bench.json.
+type Bench struct {
+	RunID string `json:"run_id"`
+	// Command is how the bench was run; Commit the checkout's commit.
+	Command    string    `json:"command"`
+	Commit     string    `json:"commit,omitempty"`
+	Machine    Machine   `json:"machine"`
+	Cycles     int       `json:"cycles"`
+	Profiles   []Profile `json:"profiles"`
+	StartedAt  time.Time `json:"started_at"`
+	FinishedAt time.Time `json:"finished_at"`
+}
+
+// Machine is what the figures were measured on.
+type Machine struct {
+	CPUs int    `json:"cpus"`
+	OS   string `json:"os"`
+	Arch string `json:"arch"`
+}
+
+// Profile is one profile's figures: its report's stock build.
+type Profile struct {
+	Name     string `json:"name"`
+	Scenario string `json:"scenario"`
+	// Report is the run's report.json, relative to bench.json.
+	Report              string  `json:"report"`
+	Complete            bool    `json:"complete"`
+	Cycles              int     `json:"cycles"`
+	Stranded            int     `json:"stranded"`
+	CyclesPerSecond     float64 `json:"cycles_per_second"`
+	ClusterStartSeconds float64 `json:"cluster_start_seconds"`
+	// CPU seconds per cycle by component, their total and the harness's
+	// share, as in the report; CoresBusy is the total times the cycle
+	// rate: the cores the cluster and the harness kept busy on average
+	// during the churn.
+	CPUSecondsPerCycle          map[string]float64    `json:"cpu_seconds_per_cycle,omitempty"`
+	CPUSecondsTotalPerCycle     float64               `json:"cpu_seconds_total_per_cycle,omitempty"`
+	HarnessCPUShare             float64               `json:"harness_cpu_share,omitempty"`
+	CoresBusy                   float64               `json:"cores_busy,omitempty"`
+	MemoryPeakMiB               map[string]usage.Peak `json:"memory_peak_mib,omitempty"`
+	APIRequestsPerCycleByClient map[string]float64    `json:"api_requests_per_cycle_by_client,omitempty"`
+}
+
+// profileOf is a profile's figures from its report (its first build: the
+// bench runs stock alone).
+func profileOf(scenarioFile, reportPath string, r *report.Report) Profile {
+	p := Profile{Name: r.Scenario, Scenario: scenarioFile, Report: reportPath, Complete: r.Complete && !r.Interrupted,
+		ClusterStartSeconds: r.ClusterStartSeconds}
+	if len(r.Builds) == 0 {
+		return p
+	}
+	b := r.Builds[0]
+	p.Cycles, p.Stranded, p.CyclesPerSecond = b.Cycles, b.Stranded, b.CyclesPerSecond
+	p.CPUSecondsPerCycle, p.CPUSecondsTotalPerCycle, p.HarnessCPUShare = b.CPUSecondsPerCycle, b.CPUSecondsTotalPerCycle, b.HarnessCPUShare
+	p.CoresBusy = b.CPUSecondsTotalPerCycle * b.CyclesPerSecond
+	p.MemoryPeakMiB, p.APIRequestsPerCycleByClient = b.MemoryPeakMiB, b.APIRequestsPerCycleByClient
+	return p
+}
+
+// writeBench writes bench.json and bench.md into dir and returns
+// bench.json's path.
+func writeBench(b Bench, dir string) (string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	data, err := json.MarshalIndent(b, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, "bench.json")
+	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
+		return "", err
+	}
+	md := fmt.Sprintf("# strandlab bench %s\n\n- command: `%s`\n- commit: %s\n- machine: %d CPUs, %s/%s\n\n%s",
+		b.RunID, b.Command, orDash(b.Commit), b.Machine.CPUs, b.Machine.OS, b.Machine.Arch, BenchTable(b))
+	return path, os.WriteFile(filepath.Join(dir, "bench.md"), []byte(md), 0o644)
+}
+
+// BenchTable is the bench's figures as a Markdown table, one column per
+// profile; a figure a profile lacks is "–".
+func BenchTable(b Bench) string {
+	var buf bytes.Buffer
+	buf.WriteString("| |")
+	for _, p := range b.Profiles {
+		fmt.Fprintf(&buf, " %s |", p.Name)
+	}
+	buf.WriteString("\n|---|" + strings.Repeat("---:|", len(b.Profiles)) + "\n")
+	row := func(label string, cell func(Profile) string) {
+		fmt.Fprintf(&buf, "| %s |", label)
+		for _, p := range b.Profiles {
+			fmt.Fprintf(&buf, " %s |", cell(p))
+		}
+		buf.WriteString("\n")
+	}
+	num := func(format string, v float64, present bool) string {
+		if !present {
+			return "–"
+		}
+		return fmt.Sprintf(format, v)
+	}
+	hasCPU := func(p Profile) bool { return p.CPUSecondsPerCycle != nil }
+	row("cycles (stranded)", func(p Profile) string {
+		s := fmt.Sprintf("%d (%d)", p.Cycles, p.Stranded)
+		if !p.Complete {
+			s += ", partial"
+		}
+		return s
+	})
+	row("cycles/s", func(p Profile) string { return fmt.Sprintf("%.2f", p.CyclesPerSecond) })
+	row("cluster start (s)", func(p Profile) string { return fmt.Sprintf("%.1f", p.ClusterStartSeconds) })
+	row("**CPU s/cycle, all**", func(p Profile) string { return num("%.4f", p.CPUSecondsTotalPerCycle, hasCPU(p)) })
+	row("cores busy", func(p Profile) string { return num("%.2f", p.CoresBusy, hasCPU(p)) })
+	row("harness share of the CPU", func(p Profile) string { return num("%.1f%%", 100*p.HarnessCPUShare, hasCPU(p)) })
+	for _, c := range keysOf(b.Profiles, func(p Profile) []string { return mapKeys(p.CPUSecondsPerCycle) }) {
+		row("CPU s/cycle: "+c, func(p Profile) string {
+			v, ok := p.CPUSecondsPerCycle[c]
+			return num("%.4f", v, ok)
+		})
+	}
+	for _, c := range keysOf(b.Profiles, func(p Profile) []string { return mapKeys(p.MemoryPeakMiB) }) {
+		row("peak MiB: "+c, func(p Profile) string {
+			m, ok := p.MemoryPeakMiB[c]
+			if ok && m.Processes > 1 {
+				return fmt.Sprintf("%.0f (%d × ≤ %.0f)", m.SumMiB, m.Processes, m.MaxProcessMiB)
+			}
+			return num("%.0f", m.SumMiB, ok)
+		})
+	}
+	row("**requests/cycle, all**", func(p Profile) string {
+		return num("%.1f", usage.Total(p.APIRequestsPerCycleByClient), p.APIRequestsPerCycleByClient != nil)
+	})
+	for _, c := range keysOf(b.Profiles, func(p Profile) []string { return mapKeys(p.APIRequestsPerCycleByClient) }) {
+		row("requests/cycle: "+c, func(p Profile) string {
+			v, ok := p.APIRequestsPerCycleByClient[c]
+			return num("%.1f", v, ok)
+		})
+	}
+	return buf.String()
+}
+
+// keysOf is the sorted union of the profiles' keys.
+func keysOf(ps []Profile, keys func(Profile) []string) []string {
+	var out []string
+	for _, p := range ps {
+		out = append(out, keys(p)...)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+func mapKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "–"
+	}
+	return s
+}

@@ -1,0 +1,126 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/usage"
+)
+
+// benchReport is a profile's report as a run writes it: stock, with the
+// figures of the local provider or, without usage, of one that has none.
+func benchReport(scenario string, withUsage bool, complete bool) *report.Report {
+	b := report.Build{Name: "stock", Cycles: 500, Stranded: 1, CyclesPerSecond: 8}
+	if withUsage {
+		report.AddUsage(&b, map[string]float64{"etcd": 10, "kube-apiserver": 40, usage.Harness: 25, "kubelet-sim": 25},
+			map[string]usage.Peak{"etcd": {SumMiB: 90, MaxProcessMiB: 90, Processes: 1}, "kubelet-sim": {SumMiB: 320, MaxProcessMiB: 45, Processes: 8}})
+		report.AddRequestsByClient(&b, map[string]float64{"kube-controller-manager": 5000, "harness": 1000})
+	}
+	return &report.Report{Scenario: scenario, ClusterStartSeconds: 9.5, Complete: complete, Builds: []report.Build{b}}
+}
+
+func TestProfileOf(t *testing.T) {
+	p := profileOf("scenarios/soak.yaml", "reports/x/report.json", benchReport("soak", true, true))
+	// 100 CPU seconds over 500 cycles at 8 cycles/s: 0.2 s per cycle, 1.6 cores.
+	if p.Name != "soak" || p.Cycles != 500 || p.Stranded != 1 || !p.Complete || math.Abs(p.CPUSecondsTotalPerCycle-0.2) > 1e-12 ||
+		math.Abs(p.CoresBusy-1.6) > 1e-12 || math.Abs(p.HarnessCPUShare-0.25) > 1e-12 || p.APIRequestsPerCycleByClient["harness"] != 2 {
+		t.Errorf("profile %+v", p)
+	}
+	if p := profileOf("f.yaml", "r", &report.Report{Scenario: "empty"}); p.Cycles != 0 || p.CPUSecondsPerCycle != nil {
+		t.Errorf("a report without builds: %+v", p)
+	}
+}
+
+func TestBenchTable(t *testing.T) {
+	tests := []struct {
+		name     string
+		profiles []Profile
+		want     []string
+		notWant  []string
+	}{
+		{
+			name: "two profiles with every figure",
+			profiles: []Profile{profileOf("c.yaml", "r1", benchReport("soak-control", true, true)),
+				profileOf("s.yaml", "r2", benchReport("soak", true, false))},
+			want: []string{
+				"| | soak-control | soak |\n|---|---:|---:|\n",
+				"| cycles (stranded) | 500 (1) | 500 (1), partial |",
+				"| cycles/s | 8.00 | 8.00 |",
+				"| **CPU s/cycle, all** | 0.2000 | 0.2000 |",
+				"| cores busy | 1.60 | 1.60 |",
+				"| harness share of the CPU | 25.0% | 25.0% |",
+				"| CPU s/cycle: etcd | 0.0200 | 0.0200 |\n| CPU s/cycle: harness | 0.0500 | 0.0500 |\n| CPU s/cycle: kube-apiserver | 0.0800 | 0.0800 |\n| CPU s/cycle: kubelet-sim | 0.0500 | 0.0500 |\n",
+				"| peak MiB: etcd | 90 | 90 |\n| peak MiB: kubelet-sim | 320 (8 × ≤ 45) | 320 (8 × ≤ 45) |\n",
+				"| **requests/cycle, all** | 12.0 | 12.0 |",
+				"| requests/cycle: harness | 2.0 | 2.0 |\n| requests/cycle: kube-controller-manager | 10.0 | 10.0 |\n",
+			},
+		},
+		{
+			name: "a profile without the figures",
+			profiles: []Profile{profileOf("c.yaml", "r1", benchReport("soak-control", false, true)),
+				profileOf("s.yaml", "r2", benchReport("soak", true, true))},
+			want: []string{
+				"| **CPU s/cycle, all** | – | 0.2000 |",
+				"| harness share of the CPU | – | 25.0% |",
+				"| CPU s/cycle: etcd | – | 0.0200 |",
+				"| peak MiB: etcd | – | 90 |",
+				"| requests/cycle: harness | – | 2.0 |",
+			},
+			notWant: []string{"partial"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := BenchTable(Bench{Profiles: tt.profiles})
+			for _, w := range tt.want {
+				if !strings.Contains(got, w) {
+					t.Errorf("table lacks %q:\n%s", w, got)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(got, w) {
+					t.Errorf("table has %q:\n%s", w, got)
+				}
+			}
+		})
+	}
+}
+
+func TestWriteBench(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "bench", "20261201-120000-bench")
+	b := Bench{RunID: "20261201-120000-bench", Command: "strandlab bench --cycles 500", Commit: "efae87b00000", Machine: Machine{CPUs: 2, OS: "linux", Arch: "amd64"},
+		Cycles: 500, Profiles: []Profile{profileOf("scenarios/soak.yaml", "reports/x/report.json", benchReport("soak", true, true))}}
+	path, err := writeBench(b, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if path != filepath.Join(dir, "bench.json") {
+		t.Errorf("path %s", path)
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Bench
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	if back.Commit != b.Commit || len(back.Profiles) != 1 || back.Profiles[0].CPUSecondsPerCycle["etcd"] != 0.02 ||
+		back.Profiles[0].MemoryPeakMiB["kubelet-sim"].Processes != 8 {
+		t.Errorf("bench.json read back: %+v", back)
+	}
+	md, err := os.ReadFile(filepath.Join(dir, "bench.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"- command: `strandlab bench --cycles 500`", "- commit: efae87b00000", "- machine: 2 CPUs, linux/amd64", "| cores busy | 1.60 |"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("bench.md lacks %q:\n%s", w, md)
+		}
+	}
+}
