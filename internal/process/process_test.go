@@ -110,14 +110,7 @@ func TestWaitReady(t *testing.T) {
 				}
 				return
 			}
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, w := range tc.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error lacks %q:\n%v", w, err)
-				}
-			}
+			wantErrContaining(t, err, tc.wantErr)
 		})
 	}
 }
@@ -169,14 +162,7 @@ func TestWaitReadyRestarting(t *testing.T) {
 				}
 				return
 			}
-			if err == nil {
-				t.Fatal("no error")
-			}
-			for _, w := range tc.wantErr {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error lacks %q:\n%v", w, err)
-				}
-			}
+			wantErrContaining(t, err, tc.wantErr)
 		})
 	}
 }
@@ -249,5 +235,19 @@ func TestTail(t *testing.T) {
 	}
 	if got := Tail(filepath.Join(t.TempDir(), "missing"), 3); !strings.Contains(got, "cannot read") {
 		t.Errorf("Tail of a missing file = %q", got)
+	}
+}
+
+// wantErrContaining fails t unless err is an error whose text contains
+// every one of want.
+func wantErrContaining(t *testing.T, err error, want []string) {
+	t.Helper()
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, w := range want {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error lacks %q:\n%v", w, err)
+		}
 	}
 }
