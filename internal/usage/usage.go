@@ -120,6 +120,29 @@ func Total(m map[string]float64) float64 {
 	return t
 }
 
+// Stand-ins are the components that are strandlab's own programs rather
+// than the system under test: the harness (runner, detector, informers)
+// and what stands in for a real cluster's parts (the simulated kubelets,
+// the throttling proxy, the pinning extender, the CSI driver). Their share
+// of the CPU is what the simulation costs (issue 16's "harness's own CPU").
+var StandIns = []string{Harness, "kubelet-sim", "apiproxy", "pin-extender", "csi-driver"}
+
+// Share is the part of total(m) that the given keys make up, 0 to 1 (0
+// when the total is 0).
+func Share(m map[string]float64, keys []string) float64 {
+	total := Total(m)
+	if total <= 0 {
+		return 0
+	}
+	part := map[string]float64{}
+	for _, k := range keys {
+		if v, ok := m[k]; ok {
+			part[k] = v
+		}
+	}
+	return Total(part) / total
+}
+
 // Counter is one reading of monotonically increasing counters by key (e.g.
 // API requests by client).
 type Counter map[string]float64

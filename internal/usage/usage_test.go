@@ -2,6 +2,7 @@ package usage
 
 import (
 	"maps"
+	"math"
 	"testing"
 )
 
@@ -122,5 +123,26 @@ func TestTotal(t *testing.T) {
 	}
 	if got := Total(nil); got != 0 {
 		t.Errorf("Total(nil) = %v", got)
+	}
+}
+
+func TestShare(t *testing.T) {
+	tests := []struct {
+		name string
+		m    map[string]float64
+		keys []string
+		want float64
+	}{
+		{"stand-ins of a cluster", map[string]float64{"kube-apiserver": 0.5, Harness: 0.1, "kubelet-sim": 0.3, "etcd": 0.1}, StandIns, 0.4},
+		{"keys absent from the map", map[string]float64{"etcd": 2}, StandIns, 0},
+		{"empty map", nil, StandIns, 0},
+		{"all of it", map[string]float64{Harness: 1, "csi-driver": 3}, StandIns, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := Share(tt.m, tt.keys); math.Abs(got-tt.want) > 1e-12 {
+				t.Errorf("Share = %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

@@ -203,9 +203,12 @@ type Profile struct {
 	// share, as in the report; CoresBusy is the total times the cycle
 	// rate: the cores the cluster and the harness kept busy on average
 	// during the churn.
-	CPUSecondsPerCycle          map[string]float64    `json:"cpu_seconds_per_cycle,omitempty"`
-	CPUSecondsTotalPerCycle     float64               `json:"cpu_seconds_total_per_cycle,omitempty"`
-	HarnessCPUShare             float64               `json:"harness_cpu_share,omitempty"`
+	CPUSecondsPerCycle      map[string]float64 `json:"cpu_seconds_per_cycle,omitempty"`
+	CPUSecondsTotalPerCycle float64            `json:"cpu_seconds_total_per_cycle,omitempty"`
+	HarnessCPUShare         float64            `json:"harness_cpu_share,omitempty"`
+	// StandInsCPUShare is the share of strandlab's own programs: the
+	// harness and the stand-ins for a real cluster's parts (usage.StandIns).
+	StandInsCPUShare            float64               `json:"stand_ins_cpu_share,omitempty"`
 	CoresBusy                   float64               `json:"cores_busy,omitempty"`
 	MemoryPeakMiB               map[string]usage.Peak `json:"memory_peak_mib,omitempty"`
 	APIRequestsPerCycleByClient map[string]float64    `json:"api_requests_per_cycle_by_client,omitempty"`
@@ -222,6 +225,7 @@ func profileOf(scenarioFile, reportPath string, r *report.Report) Profile {
 	b := r.Builds[0]
 	p.Cycles, p.Stranded, p.CyclesPerSecond = b.Cycles, b.Stranded, b.CyclesPerSecond
 	p.CPUSecondsPerCycle, p.CPUSecondsTotalPerCycle, p.HarnessCPUShare = b.CPUSecondsPerCycle, b.CPUSecondsTotalPerCycle, b.HarnessCPUShare
+	p.StandInsCPUShare = usage.Share(b.CPUSecondsPerCycle, usage.StandIns)
 	p.CoresBusy = b.CPUSecondsTotalPerCycle * b.CyclesPerSecond
 	p.MemoryPeakMiB, p.APIRequestsPerCycleByClient = b.MemoryPeakMiB, b.APIRequestsPerCycleByClient
 	return p
@@ -281,6 +285,9 @@ func BenchTable(b Bench) string {
 	row("**CPU s/cycle, all**", func(p Profile) string { return num("%.4f", p.CPUSecondsTotalPerCycle, hasCPU(p)) })
 	row("cores busy", func(p Profile) string { return num("%.2f", p.CoresBusy, hasCPU(p)) })
 	row("harness share of the CPU", func(p Profile) string { return num("%.1f%%", 100*p.HarnessCPUShare, hasCPU(p)) })
+	row("strandlab's programs' share ("+strings.Join(usage.StandIns, ", ")+")", func(p Profile) string {
+		return num("%.1f%%", 100*p.StandInsCPUShare, hasCPU(p))
+	})
 	for _, c := range keysOf(b.Profiles, func(p Profile) []string { return mapKeys(p.CPUSecondsPerCycle) }) {
 		row("CPU s/cycle: "+c, func(p Profile) string {
 			v, ok := p.CPUSecondsPerCycle[c]

@@ -28,7 +28,7 @@ func TestProfileOf(t *testing.T) {
 	p := profileOf("scenarios/soak.yaml", "reports/x/report.json", benchReport("soak", true, true))
 	// 100 CPU seconds over 500 cycles at 8 cycles/s: 0.2 s per cycle, 1.6 cores.
 	if p.Name != "soak" || p.Cycles != 500 || p.Stranded != 1 || !p.Complete || math.Abs(p.CPUSecondsTotalPerCycle-0.2) > 1e-12 ||
-		math.Abs(p.CoresBusy-1.6) > 1e-12 || math.Abs(p.HarnessCPUShare-0.25) > 1e-12 || p.APIRequestsPerCycleByClient["harness"] != 2 {
+		math.Abs(p.CoresBusy-1.6) > 1e-12 || math.Abs(p.HarnessCPUShare-0.25) > 1e-12 || math.Abs(p.StandInsCPUShare-0.5) > 1e-12 || p.APIRequestsPerCycleByClient["harness"] != 2 {
 		t.Errorf("profile %+v", p)
 	}
 	if p := profileOf("f.yaml", "r", &report.Report{Scenario: "empty"}); p.Cycles != 0 || p.CPUSecondsPerCycle != nil {
@@ -54,6 +54,7 @@ func TestBenchTable(t *testing.T) {
 				"| **CPU s/cycle, all** | 0.2000 | 0.2000 |",
 				"| cores busy | 1.60 | 1.60 |",
 				"| harness share of the CPU | 25.0% | 25.0% |",
+				"| strandlab's programs' share (harness, kubelet-sim, apiproxy, pin-extender, csi-driver) | 50.0% | 50.0% |",
 				"| CPU s/cycle: etcd | 0.0200 | 0.0200 |\n| CPU s/cycle: harness | 0.0500 | 0.0500 |\n| CPU s/cycle: kube-apiserver | 0.0800 | 0.0800 |\n| CPU s/cycle: kubelet-sim | 0.0500 | 0.0500 |\n",
 				"| peak MiB: etcd | 90 | 90 |\n| peak MiB: kubelet-sim | 320 (8 × ≤ 45) | 320 (8 × ≤ 45) |\n",
 				"| **requests/cycle, all** | 12.0 | 12.0 |",
