@@ -243,7 +243,7 @@ churn: {cycles: 2}
 	if err := os.WriteFile(scenarioFile, []byte(scenario), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	r := start(t, "--scenario", scenarioFile)
+	r := start(t, "--scenario", scenarioFile, "--requests-by-client")
 	if code := r.wait(t); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, r.text())
 	}
@@ -280,19 +280,31 @@ churn: {cycles: 2}
 var keptRe = regexp.MustCompile(`kubeconfig: (\S+)`)
 var downRe = regexp.MustCompile(`strandlab down (\S+)`)
 
-func TestKeepLeavesAUsableCluster(t *testing.T) {
-	r := start(t, "--scenario", "scenarios/smoke.yaml", "--cycles", "1", "--keep")
-	if code := r.wait(t); code != 0 {
-		t.Fatalf("exit %d:\n%s", code, r.text())
-	}
+// keptCluster registers the teardown of the cluster a --keep run kept,
+// whatever the run's outcome (a run that fails its checks keeps it too),
+// and returns its kubeconfig and directory, failing t when the run printed
+// none. Call it right after r.wait.
+func keptCluster(t *testing.T, r *run) (kubeconfig, dir string) {
+	t.Helper()
 	m, d := keptRe.FindStringSubmatch(r.text()), downRe.FindStringSubmatch(r.text())
+	if d != nil {
+		t.Cleanup(func() { _ = exec.Command(strandlab, "down", d[1]).Run() })
+	}
 	if m == nil || d == nil {
 		t.Fatalf("no kubeconfig path / down command printed:\n%s", r.text())
 	}
-	dir := d[1]
-	t.Cleanup(func() { _ = exec.Command(strandlab, "down", dir).Run() })
+	return m[1], d[1]
+}
 
-	cfg, err := clientcmd.BuildConfigFromFlags("", m[1])
+func TestKeepLeavesAUsableCluster(t *testing.T) {
+	r := start(t, "--scenario", "scenarios/smoke.yaml", "--cycles", "1", "--keep")
+	code := r.wait(t)
+	kubeconfig, dir := keptCluster(t, r)
+	if code != 0 {
+		t.Fatalf("exit %d:\n%s", code, r.text())
+	}
+
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -307,14 +319,14 @@ func TestKeepLeavesAUsableCluster(t *testing.T) {
 		t.Fatalf("list pods: %d, %v", len(pods.Items), err)
 	}
 	if kubectl, err := exec.LookPath("kubectl"); err == nil {
-		out, err := exec.Command(kubectl, "--kubeconfig", m[1], "get", "nodes", "-o", "name").CombinedOutput()
+		out, err := exec.Command(kubectl, "--kubeconfig", kubeconfig, "get", "nodes", "-o", "name").CombinedOutput()
 		if err != nil || strings.Count(string(out), "node/") != 3 {
 			t.Errorf("kubectl get nodes: %v\n%s", err, out)
 		}
 	}
 
 	// A healthy cluster: strandscan finds nothing and exits 0.
-	if code, found, stderr := runStrandscan(t, m[1]); code != 0 || len(found.Findings) != 0 || found.Counts.Pods == 0 {
+	if code, found, stderr := runStrandscan(t, kubeconfig); code != 0 || len(found.Findings) != 0 || found.Counts.Pods == 0 {
 		t.Errorf("strandscan on a healthy cluster: exit %d, %+v\n%s", code, found, stderr)
 	}
 

@@ -58,14 +58,11 @@ func runStrandscan(t *testing.T, kubeconfig string, args ...string) (int, *scan.
 // exits 1.
 func TestSeed122413StrandsStockNotFix(t *testing.T) {
 	r := start(t, "--scenario", "scenarios/seed-122413.yaml", "--builds", "fix,stock", "--cycles", "1", "--keep", "--check")
-	if code := r.wait(t); code != 0 {
+	code := r.wait(t)
+	kubeconfig, _ := keptCluster(t, r)
+	if code != 0 {
 		t.Fatalf("exit %d (3: outside the scenario's expect band):\n%s", code, r.text())
 	}
-	m, d := keptRe.FindStringSubmatch(r.text()), downRe.FindStringSubmatch(r.text())
-	if m == nil || d == nil {
-		t.Fatalf("no kubeconfig path / down command printed:\n%s", r.text())
-	}
-	t.Cleanup(func() { _ = exec.Command(strandlab, "down", d[1]).Run() })
 
 	rep := readReport(t, r.lastStdoutLine())
 	builds := map[string]report.Build{}
@@ -99,7 +96,7 @@ func TestSeed122413StrandsStockNotFix(t *testing.T) {
 	}
 	checkSteps(t, s.Timeline, steps)
 
-	code, found, stderr := runStrandscan(t, m[1], "--threshold", "10s")
+	code, found, stderr := runStrandscan(t, kubeconfig, "--threshold", "10s")
 	if code != 1 || found.Counts.Stranded != 1 {
 		t.Fatalf("strandscan exit %d with %+v, want exit 1 and the stranding\n%s", code, found.Counts, stderr)
 	}
