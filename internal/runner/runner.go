@@ -56,6 +56,14 @@ type Options struct {
 	// machines in the same second would otherwise get the same run id, and
 	// `strandlab merge` refuses a run id twice (docs/ci.md). "" adds none.
 	RunIDSuffix string
+	// RequestsByClient (--requests-by-client) reads the API server's
+	// requests per client around the churn (docs/performance.md). Off by
+	// default: the reading is a scrape of the API server's /metrics, a
+	// burst of work for it and for the harness just before the first
+	// deletion, and seed-122413's first cycle, which depends on the
+	// timing of the next seconds, stranded in 2 of 5 runs with it against
+	// 6 of 6 without it. `strandlab bench` turns it on.
+	RequestsByClient bool
 }
 
 // runIDSuffix is what --run-id-suffix accepts: it ends the report
@@ -284,7 +292,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 			return nil, fmt.Errorf("build %s: %w", build, err)
 		}
 	}
-	meter := newMeter(c)
+	meter := newMeter(c, opts.RequestsByClient)
 	usageBefore := meter.read(ctx)
 	res, err := churn.Run(ctx, client, pods, churn.Config{
 		Namespace: Namespace, Targets: targets, Cycles: sc.Churn.Cycles, Seed: sc.Seed, RoundRobin: sc.Churn.Order == "roundRobin",

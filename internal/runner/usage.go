@@ -26,10 +26,15 @@ type reading struct {
 	requests usage.Counter // nil when not read
 }
 
-func newMeter(c cluster.Cluster) meter {
+// newMeter is the meter of c: its processes' accounting whenever it has
+// them (reading /proc is cheap), and its API requests per client only when
+// requestsByClient (Options.RequestsByClient: a /metrics scrape).
+func newMeter(c cluster.Cluster, requestsByClient bool) meter {
 	var m meter
 	m.procs, _ = c.(cluster.ProcessLister)
-	m.api, _ = c.(cluster.APIRequestCounter)
+	if requestsByClient {
+		m.api, _ = c.(cluster.APIRequestCounter)
+	}
 	return m
 }
 

@@ -101,7 +101,7 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error 
 	b := Bench{RunID: report.RunID(started, "bench"), Command: strings.TrimSpace(o.command), Commit: gitCommit(root),
 		Machine: Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH}, Cycles: o.cycles, StartedAt: started}
 	dir := filepath.Join(out, "bench", b.RunID)
-	opts := runner.Options{Builds: []string{kcmbuild.Stock}, Cycles: o.cycles, OutputDir: dir, RepoRoot: root, Progress: stderr}
+	opts := runner.Options{Builds: []string{kcmbuild.Stock}, Cycles: o.cycles, OutputDir: dir, RepoRoot: root, Progress: stderr, RequestsByClient: true}
 	// The profiles are local-provider scenarios: only the local provider
 	// has the processes whose CPU is measured.
 	opts.Providers = cluster.NewRegistry(&local.Provider{RepoRoot: root, Progress: stderr})

@@ -201,6 +201,7 @@ anything is touched. See docs/existing.md.`,
 	f.IntVar(&opts.Cycles, "cycles", -1, "number of delete/recreate cycles (default: the scenario's)")
 	f.Int64Var(&seed, "seed", 0, "seed for the sequence of actions (default: the scenario's)")
 	f.BoolVar(&opts.Keep, "keep", false, "leave the (last) cluster running and print its kubeconfig path")
+	f.BoolVar(&opts.RequestsByClient, "requests-by-client", false, "count every client's API requests per cycle (local provider; a /metrics scrape of the API server before and after the churn, which moves the first cycle's timing: docs/performance.md)")
 	f.BoolVar(&check, "check", false, "exit 3 when a build's outcome is outside the scenario's expect band (CI smoke checks)")
 	f.StringVar(&opts.OutputDir, "output", "_output", "output directory (relative to the repository root)")
 	f.StringVar(&opts.RunIDSuffix, "run-id-suffix", "", "append -SUFFIX to the run id (and report directory): shards of one scenario run in the same second stay distinct for strandlab merge")
