@@ -170,33 +170,49 @@ func Check(s Snapshot) []Finding {
 		}
 	}
 
+	// (node, unique volume name) listed in the node's status.volumesAttached:
+	// one pass over the lists rather than a search of the node's list per
+	// volume, which grew with pods x volumes per node.
+	listedOn := map[[2]string]bool{}
+	for i := range s.Nodes {
+		for _, a := range s.Nodes[i].Status.VolumesAttached {
+			listedOn[[2]string{s.Nodes[i].Name, string(a.Name)}] = true
+		}
+	}
+
 	var out []Finding
 	for _, u := range uses {
 		node := nodes[u.pod.Spec.NodeName]
 		if node == nil {
 			continue
 		}
-		listed := slices.ContainsFunc(node.Status.VolumesAttached, func(a corev1.AttachedVolume) bool { return string(a.Name) == u.unique })
+		listed := listedOn[[2]string{node.Name, u.unique}]
 		va := vas[[2]string{u.pv.Name, node.Name}]
-		f := Finding{Pod: u.pod.Namespace + "/" + u.pod.Name, PodUID: string(u.pod.UID), Node: node.Name, Volume: u.unique, PV: u.pv.Name, Since: s.Time}
+		vaLive := va != nil && va.DeletionTimestamp == nil
+		vaAttached := vaLive && va.Status.Attached
+		var kind Kind
+		switch {
+		case Strandable(u.pod) && vaAttached && !listed:
+			kind = Stranded
+		case listed && !vaAttached && mayMount(u.pod):
+			kind = ListedNotAttached
+		case !vaLive && hasMounted(u.pod) && inUse(node, u.unique):
+			kind = DetachedUnderMount
+		default:
+			continue // the common case: nothing to build
+		}
+		f := Finding{Kind: kind, Pod: u.pod.Namespace + "/" + u.pod.Name, PodUID: string(u.pod.UID), Node: node.Name, Volume: u.unique, PV: u.pv.Name, Since: s.Time}
 		f.VolumeAttachment = AttachmentName(u.pv.Spec.CSI.VolumeHandle, u.pv.Spec.CSI.Driver, node.Name)
 		if va != nil {
 			f.VolumeAttachment = va.Name
 		}
-		vaLive := va != nil && va.DeletionTimestamp == nil
-		vaAttached := vaLive && va.Status.Attached
-		switch {
-		case Strandable(u.pod) && vaAttached && !listed:
-			f.Kind = Stranded
+		switch kind {
+		case Stranded:
 			f.Evidence = fmt.Sprintf("VolumeAttachment %s attached=true, volume absent from node %s status.volumesAttached %v", va.Name, node.Name, attachedNames(node))
-		case listed && !vaAttached && mayMount(u.pod):
-			f.Kind = ListedNotAttached
+		case ListedNotAttached:
 			f.Evidence = fmt.Sprintf("volume listed in node %s status.volumesAttached, but %s", node.Name, attachmentState(va))
-		case !vaLive && hasMounted(u.pod) && inUse(node, u.unique):
-			f.Kind = DetachedUnderMount
+		case DetachedUnderMount:
 			f.Evidence = fmt.Sprintf("%s while pod %s still has the volume mounted", attachmentState(va), f.Pod)
-		default:
-			continue
 		}
 		out = append(out, f)
 	}
