@@ -70,11 +70,14 @@ type Build struct {
 	StrandedRateCI95Runs *[2]float64 `json:"stranded_rate_ci95_runs,omitempty"`
 	// Rounds are the per-round counts the rounds interval is computed from
 	// and a merge pools; absent when the report has no per-round counts.
-	Rounds              []Round            `json:"rounds,omitempty"`
-	CyclesPerSecond     float64            `json:"cycles_per_second"`
-	AttachToRunningMS   Percentiles        `json:"attach_to_running_ms"`
-	DeleteToRunningMS   Percentiles        `json:"delete_to_running_ms"`
-	APIRequestsPerCycle map[string]float64 `json:"api_requests_per_cycle"`
+	Rounds          []Round `json:"rounds,omitempty"`
+	CyclesPerSecond float64 `json:"cycles_per_second"`
+	// WorkloadStartSeconds is how long the workload took, once created, to
+	// have every pod Running (before the churn); absent in merged reports.
+	WorkloadStartSeconds float64            `json:"workload_start_seconds,omitempty"`
+	AttachToRunningMS    Percentiles        `json:"attach_to_running_ms"`
+	DeleteToRunningMS    Percentiles        `json:"delete_to_running_ms"`
+	APIRequestsPerCycle  map[string]float64 `json:"api_requests_per_cycle"`
 	// APIRequestsPerCycleByClient is every client's requests to the API
 	// server during the churn, per cycle, by client (the API server's own
 	// count; "other" for requests of no known client); absent when the

@@ -251,22 +251,16 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	if err != nil {
 		return nil, err
 	}
-	fmt.Fprintf(opts.Progress, ">> waiting for %d pods to be Running\n", len(targets))
-	wctx, cancel := context.WithTimeout(ctx, 3*time.Minute)
-	err = pods.WaitFor(wctx, func(p *workload.Pods) bool {
-		for _, t := range targets {
-			if !workload.IsRunning(p.Get(workload.PodName(t.StatefulSet, t.Ordinal))) {
-				return false
-			}
-		}
-		return true
-	})
-	cancel()
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = workload.PodName(t.StatefulSet, t.Ordinal)
+	}
+	workloadStart, err := waitWorkloadRunning(ctx, pods, names, opts.Progress, workloadStall)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, nil
 		}
-		return nil, fmt.Errorf("build %s: workload pods not Running within 3m (see %s/logs)", build, outDir)
+		return nil, fmt.Errorf("build %s: %w (see %s/logs)", build, err, outDir)
 	}
 
 	// With a proxy, timelines include its journal.
@@ -316,6 +310,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	usageAfter := meter.read(mctx)
 	mcancel()
 	b := report.BuildFromCycles(build, controller.Provenance, res, strands.SafetyViolations())
+	b.WorkloadStartSeconds = workloadStart.Seconds()
 	report.AddPhantomListings(&b, strands.PhantomListings())
 	meter.apply(&b, usageBefore, usageAfter)
 	if band, ok := sc.BandFor(build); ok && !res.Interrupted {

@@ -199,6 +199,9 @@ type Profile struct {
 	Stranded            int     `json:"stranded"`
 	CyclesPerSecond     float64 `json:"cycles_per_second"`
 	ClusterStartSeconds float64 `json:"cluster_start_seconds"`
+	// WorkloadStartSeconds: from the workload's creation to every pod
+	// Running.
+	WorkloadStartSeconds float64 `json:"workload_start_seconds"`
 	// CPU seconds per cycle by component, their total and the harness's
 	// share, as in the report; CoresBusy is the total times the cycle
 	// rate: the cores the cluster and the harness kept busy on average
@@ -224,6 +227,7 @@ func profileOf(scenarioFile, reportPath string, r *report.Report) Profile {
 	}
 	b := r.Builds[0]
 	p.Cycles, p.Stranded, p.CyclesPerSecond = b.Cycles, b.Stranded, b.CyclesPerSecond
+	p.WorkloadStartSeconds = b.WorkloadStartSeconds
 	p.CPUSecondsPerCycle, p.CPUSecondsTotalPerCycle, p.HarnessCPUShare = b.CPUSecondsPerCycle, b.CPUSecondsTotalPerCycle, b.HarnessCPUShare
 	p.StandInsCPUShare = usage.Share(b.CPUSecondsPerCycle, usage.StandIns)
 	p.CoresBusy = b.CPUSecondsTotalPerCycle * b.CyclesPerSecond
@@ -282,6 +286,7 @@ func BenchTable(b Bench) string {
 	})
 	row("cycles/s", func(p Profile) string { return fmt.Sprintf("%.2f", p.CyclesPerSecond) })
 	row("cluster start (s)", func(p Profile) string { return fmt.Sprintf("%.1f", p.ClusterStartSeconds) })
+	row("workload start (s)", func(p Profile) string { return fmt.Sprintf("%.1f", p.WorkloadStartSeconds) })
 	row("**CPU s/cycle, all**", func(p Profile) string { return num("%.4f", p.CPUSecondsTotalPerCycle, hasCPU(p)) })
 	row("cores busy", func(p Profile) string { return num("%.2f", p.CoresBusy, hasCPU(p)) })
 	row("harness share of the CPU", func(p Profile) string { return num("%.1f%%", 100*p.HarnessCPUShare, hasCPU(p)) })
