@@ -16,28 +16,28 @@ import (
 // the scale scenarios have (scenarios/scale-*.yaml).
 func steadyCluster(nodes int) Snapshot {
 	const podsPerNode = 20
-	s := Snapshot{Time: t0, Namespace: "ns", CSIDrivers: []storagev1.CSIDriver{{ObjectMeta: metav1.ObjectMeta{Name: driver}}}}
+	s := Snapshot{Time: t0, Namespace: "ns", CSIDrivers: []*storagev1.CSIDriver{{ObjectMeta: metav1.ObjectMeta{Name: driver}}}}
 	for n := range nodes {
-		node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", n+1)}}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: fmt.Sprintf("node-%d", n+1)}}
 		for i := range podsPerNode {
 			k := n*podsPerNode + i
 			pod, pvc, pv := fmt.Sprintf("web-%d", k), fmt.Sprintf("data-0-web-%d", k), fmt.Sprintf("pv-%d", k)
 			handle := fmt.Sprintf("h%d", k)
 			unique := UniqueVolumeName(driver, handle)
-			s.Pods = append(s.Pods, corev1.Pod{
+			s.Pods = append(s.Pods, &corev1.Pod{
 				ObjectMeta: metav1.ObjectMeta{Name: pod, Namespace: "ns", UID: types.UID("uid-" + pod)},
 				Spec: corev1.PodSpec{NodeName: node.Name, Volumes: []corev1.Volume{{Name: "data",
 					VolumeSource: corev1.VolumeSource{PersistentVolumeClaim: &corev1.PersistentVolumeClaimVolumeSource{ClaimName: pvc}}}}},
 				Status: corev1.PodStatus{Phase: corev1.PodRunning, ContainerStatuses: []corev1.ContainerStatus{{Name: "app",
 					State: corev1.ContainerState{Running: &corev1.ContainerStateRunning{}}}}},
 			})
-			s.PVCs = append(s.PVCs, corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: pvc, Namespace: "ns"},
+			s.PVCs = append(s.PVCs, &corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: pvc, Namespace: "ns"},
 				Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pv}})
-			s.PVs = append(s.PVs, corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pv},
+			s.PVs = append(s.PVs, &corev1.PersistentVolume{ObjectMeta: metav1.ObjectMeta{Name: pv},
 				Spec: corev1.PersistentVolumeSpec{ClaimRef: &corev1.ObjectReference{Namespace: "ns", Name: pvc},
 					PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: handle}}}})
 			pvName := pv
-			s.VolumeAttachments = append(s.VolumeAttachments, storagev1.VolumeAttachment{
+			s.VolumeAttachments = append(s.VolumeAttachments, &storagev1.VolumeAttachment{
 				ObjectMeta: metav1.ObjectMeta{Name: AttachmentName(handle, driver, node.Name)},
 				Spec:       storagev1.VolumeAttachmentSpec{Attacher: driver, NodeName: node.Name, Source: storagev1.VolumeAttachmentSource{PersistentVolumeName: &pvName}},
 				Status:     storagev1.VolumeAttachmentStatus{Attached: true}})

@@ -41,14 +41,19 @@ const (
 )
 
 // Snapshot is the API state at one time.
+//
+// The objects are pointers, read and never changed: the runner takes a
+// snapshot of its informer caches four times a second, and copying every
+// object of a 2,000-pod cluster each time cost the harness more CPU (the
+// copies and their garbage) than the check itself.
 type Snapshot struct {
 	Time              time.Time
-	Pods              []corev1.Pod
-	Nodes             []corev1.Node
-	PVCs              []corev1.PersistentVolumeClaim
-	PVs               []corev1.PersistentVolume
-	VolumeAttachments []storagev1.VolumeAttachment
-	CSIDrivers        []storagev1.CSIDriver
+	Pods              []*corev1.Pod
+	Nodes             []*corev1.Node
+	PVCs              []*corev1.PersistentVolumeClaim
+	PVs               []*corev1.PersistentVolume
+	VolumeAttachments []*storagev1.VolumeAttachment
+	CSIDrivers        []*storagev1.CSIDriver
 	// Namespace is the namespace Pods and PVCs were read from, "" for all
 	// namespaces. A phantom listing needs every pod that could use the
 	// volume, so with a namespace only volumes whose PV is claimed from it
@@ -123,11 +128,11 @@ type podVolume struct {
 func Check(s Snapshot) []Finding {
 	pvcs := map[string]*corev1.PersistentVolumeClaim{}
 	for i := range s.PVCs {
-		pvcs[s.PVCs[i].Namespace+"/"+s.PVCs[i].Name] = &s.PVCs[i]
+		pvcs[s.PVCs[i].Namespace+"/"+s.PVCs[i].Name] = s.PVCs[i]
 	}
 	pvs := map[string]*corev1.PersistentVolume{}
 	for i := range s.PVs {
-		pvs[s.PVs[i].Name] = &s.PVs[i]
+		pvs[s.PVs[i].Name] = s.PVs[i]
 	}
 	noAttach := map[string]bool{}
 	for _, d := range s.CSIDrivers {
@@ -137,12 +142,12 @@ func Check(s Snapshot) []Finding {
 	}
 	nodes := map[string]*corev1.Node{}
 	for i := range s.Nodes {
-		nodes[s.Nodes[i].Name] = &s.Nodes[i]
+		nodes[s.Nodes[i].Name] = s.Nodes[i]
 	}
 	// VolumeAttachments by (PV name, node).
 	vas := map[[2]string]*storagev1.VolumeAttachment{}
 	for i := range s.VolumeAttachments {
-		va := &s.VolumeAttachments[i]
+		va := s.VolumeAttachments[i]
 		if pv := va.Spec.Source.PersistentVolumeName; pv != nil {
 			vas[[2]string{*pv, va.Spec.NodeName}] = va
 		}
@@ -150,7 +155,7 @@ func Check(s Snapshot) []Finding {
 
 	var uses []podVolume
 	for i := range s.Pods {
-		pod := &s.Pods[i]
+		pod := s.Pods[i]
 		if pod.Spec.NodeName == "" {
 			continue
 		}
@@ -231,7 +236,7 @@ func Check(s Snapshot) []Finding {
 func phantoms(s Snapshot, uses []podVolume, noAttach map[string]bool, vas map[[2]string]*storagev1.VolumeAttachment) []Finding {
 	byUnique := map[string]*corev1.PersistentVolume{}
 	for i := range s.PVs {
-		pv := &s.PVs[i]
+		pv := s.PVs[i]
 		if pv.Spec.CSI == nil || noAttach[pv.Spec.CSI.Driver] {
 			continue
 		}
@@ -248,7 +253,7 @@ func phantoms(s Snapshot, uses []podVolume, noAttach map[string]bool, vas map[[2
 	}
 	var out []Finding
 	for i := range s.Nodes {
-		node := &s.Nodes[i]
+		node := s.Nodes[i]
 		seen := map[string]bool{}
 		for _, a := range node.Status.VolumesAttached {
 			unique := string(a.Name)

@@ -60,13 +60,13 @@ func (w world) snapshot(at time.Time) Snapshot {
 	}
 	s := Snapshot{
 		Time: at,
-		Pods: []corev1.Pod{pod},
-		PVCs: []corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data-0-web-0", Namespace: "ns"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pvName}}},
-		PVs: []corev1.PersistentVolume{{ObjectMeta: metav1.ObjectMeta{Name: pvName},
+		Pods: []*corev1.Pod{&pod},
+		PVCs: []*corev1.PersistentVolumeClaim{{ObjectMeta: metav1.ObjectMeta{Name: "data-0-web-0", Namespace: "ns"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pvName}}},
+		PVs: []*corev1.PersistentVolume{{ObjectMeta: metav1.ObjectMeta{Name: pvName},
 			Spec: corev1.PersistentVolumeSpec{PersistentVolumeSource: corev1.PersistentVolumeSource{CSI: &corev1.CSIPersistentVolumeSource{Driver: driver, VolumeHandle: "h0"}}}}},
 	}
 	for _, n := range []string{"node-1", "node-2"} {
-		node := corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n}}
 		for _, l := range w.listedOn {
 			if l == n {
 				node.Status.VolumesAttached = []corev1.AttachedVolume{{Name: corev1.UniqueVolumeName(UniqueVolumeName(driver, "h0"))}}
@@ -89,7 +89,7 @@ func (w world) snapshot(at time.Time) Snapshot {
 		if w.va.deleting {
 			va.DeletionTimestamp = &metav1.Time{Time: t0}
 		}
-		s.VolumeAttachments = []storagev1.VolumeAttachment{va}
+		s.VolumeAttachments = []*storagev1.VolumeAttachment{&va}
 	}
 	return s
 }
@@ -163,7 +163,7 @@ func TestAttachmentNameIsTheControllers(t *testing.T) {
 func TestAttachNotRequiredIsIgnored(t *testing.T) {
 	s := world{podNode: "node-1", va: &vaState{"node-1", true, false}}.snapshot(t0)
 	no := false
-	s.CSIDrivers = []storagev1.CSIDriver{{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: storagev1.CSIDriverSpec{AttachRequired: &no}}}
+	s.CSIDrivers = []*storagev1.CSIDriver{{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: storagev1.CSIDriverSpec{AttachRequired: &no}}}
 	if got := Check(s); len(got) != 0 {
 		t.Errorf("findings for a driver without attach: %+v", got)
 	}
@@ -215,7 +215,7 @@ func TestStrandable(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			pod := tc.w.snapshot(t0).Pods[0]
-			if got := Strandable(&pod); got != tc.want {
+			if got := Strandable(pod); got != tc.want {
 				t.Errorf("Strandable = %v, want %v", got, tc.want)
 			}
 		})

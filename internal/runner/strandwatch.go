@@ -107,25 +107,13 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, proxied 
 			case now := <-t.C:
 				// Pods and PVCs are the namespace's: phantom listings are
 				// looked for only on volumes claimed from it.
-				s := detector.Snapshot{Time: now, Namespace: namespace}
-				for _, p := range must(pods.Lister().List(labels.Everything())) {
-					s.Pods = append(s.Pods, *p)
-				}
-				for _, o := range must(pvcs.Lister().List(labels.Everything())) {
-					s.PVCs = append(s.PVCs, *o)
-				}
-				for _, o := range must(nodes.Lister().List(labels.Everything())) {
-					s.Nodes = append(s.Nodes, *o)
-				}
-				for _, o := range must(pvs.Lister().List(labels.Everything())) {
-					s.PVs = append(s.PVs, *o)
-				}
-				for _, o := range must(vas.Lister().List(labels.Everything())) {
-					s.VolumeAttachments = append(s.VolumeAttachments, *o)
-				}
-				for _, o := range must(drivers.Lister().List(labels.Everything())) {
-					s.CSIDrivers = append(s.CSIDrivers, *o)
-				}
+				// The caches' own objects, not copies: the detector
+				// only reads them.
+				s := detector.Snapshot{Time: now, Namespace: namespace,
+					Pods: must(pods.Lister().List(labels.Everything())), PVCs: must(pvcs.Lister().List(labels.Everything())),
+					Nodes: must(nodes.Lister().List(labels.Everything())), PVs: must(pvs.Lister().List(labels.Everything())),
+					VolumeAttachments: must(vas.Lister().List(labels.Everything())),
+					CSIDrivers:        must(drivers.Lister().List(labels.Everything()))}
 				w.record(ctx, tracker.Observe(s))
 			}
 		}

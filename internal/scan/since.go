@@ -70,7 +70,7 @@ func estimateSince(s detector.Snapshot, f detector.Finding) (time.Time, []string
 	since = later(since, scheduledAt)
 	evidence = append(evidence, "pod scheduled "+stamp(scheduledAt))
 	for i := range s.Nodes {
-		n := &s.Nodes[i]
+		n := s.Nodes[i]
 		if n.Name != f.Node {
 			continue
 		}
@@ -87,7 +87,7 @@ func estimateSince(s detector.Snapshot, f detector.Finding) (time.Time, []string
 func podScheduled(s detector.Snapshot, f detector.Finding) (time.Time, string) {
 	ns, name, _ := strings.Cut(f.Pod, "/")
 	for i := range s.Pods {
-		p := &s.Pods[i]
+		p := s.Pods[i]
 		if p.Namespace != ns || p.Name != name || f.PodUID != "" && string(p.UID) != f.PodUID {
 			continue
 		}

@@ -90,7 +90,7 @@ func Snapshot(ctx context.Context, client kubernetes.Interface, namespace string
 }
 
 // listAll pages through one resource with Limit/Continue.
-func listAll[T any, L runtime.Object](ctx context.Context, resource, namespace string, list func(context.Context, metav1.ListOptions) (L, error)) ([]T, error) {
+func listAll[T any, L runtime.Object](ctx context.Context, resource, namespace string, list func(context.Context, metav1.ListOptions) (L, error)) ([]*T, error) {
 	start := time.Now()
 	p := pager.New(func(ctx context.Context, opts metav1.ListOptions) (runtime.Object, error) {
 		l, err := list(ctx, opts)
@@ -99,13 +99,13 @@ func listAll[T any, L runtime.Object](ctx context.Context, resource, namespace s
 		}
 		return l, nil
 	})
-	var out []T
+	var out []*T
 	err := p.EachListItem(ctx, metav1.ListOptions{}, func(o runtime.Object) error {
 		item, ok := any(o).(*T)
 		if !ok {
 			return fmt.Errorf("unexpected %T in the list", o)
 		}
-		out = append(out, *item)
+		out = append(out, item)
 		return nil
 	})
 	if err != nil {
@@ -127,7 +127,7 @@ func listAll[T any, L runtime.Object](ctx context.Context, resource, namespace s
 // ends the candidate too. Other findings the detector returns on this
 // partial snapshot (e.g. phantom listings, which need every pod) mean
 // nothing and are not read.
-func recheckSnapshot(ctx context.Context, client kubernetes.Interface, drivers []storagev1.CSIDriver, findings []detector.Finding) (detector.Snapshot, error) {
+func recheckSnapshot(ctx context.Context, client kubernetes.Interface, drivers []*storagev1.CSIDriver, findings []detector.Finding) (detector.Snapshot, error) {
 	s := detector.Snapshot{Time: time.Now().UTC(), CSIDrivers: drivers}
 	seen := map[string]bool{}
 	for _, f := range findings {
@@ -161,7 +161,7 @@ func recheckSnapshot(ctx context.Context, client kubernetes.Interface, drivers [
 
 // getOnce appends the named object to into, unless it was fetched already
 // (several findings share a node or pod) or does not exist.
-func getOnce[T any](ctx context.Context, seen map[string]bool, resource, namespace, name string, get func(context.Context, string, metav1.GetOptions) (*T, error), into *[]T) error {
+func getOnce[T any](ctx context.Context, seen map[string]bool, resource, namespace, name string, get func(context.Context, string, metav1.GetOptions) (*T, error), into *[]*T) error {
 	key := resource + "/" + namespace + "/" + name
 	if name == "" || seen[key] {
 		return nil
@@ -174,7 +174,7 @@ func getOnce[T any](ctx context.Context, seen map[string]bool, resource, namespa
 	if err != nil {
 		return &APIError{Verb: "get", Resource: resource, Namespace: namespace, Name: name, Err: err}
 	}
-	*into = append(*into, *obj)
+	*into = append(*into, obj)
 	return nil
 }
 
@@ -184,7 +184,7 @@ func getOnce[T any](ctx context.Context, seen map[string]bool, resource, namespa
 // status.volumesAttached is not kept, so every attached volume would look
 // stranded. The definitions (docs/design.md) are about the controller's nodes only.
 func controllerManaged(s detector.Snapshot) (detector.Snapshot, int) {
-	kept := make([]corev1.Node, 0, len(s.Nodes))
+	kept := make([]*corev1.Node, 0, len(s.Nodes))
 	for _, n := range s.Nodes {
 		if n.Annotations[managedAnno] == "true" {
 			kept = append(kept, n)
