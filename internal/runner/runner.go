@@ -286,6 +286,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 			return nil, fmt.Errorf("build %s: %w", build, err)
 		}
 	}
+	var nextPartial time.Time
 	meter := newMeter(c, opts.RequestsByClient)
 	usageBefore := meter.read(ctx)
 	res, err := churn.Run(ctx, client, pods, churn.Config{
@@ -295,6 +296,10 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		Concurrency: sc.Churn.Concurrency, Interval: sc.Churn.Interval.Duration,
 		Explain: func(cy cycle.Cycle) []timeline.Entry { return strands.Explain(ctx, cy) },
 		OnProgress: func(done cycle.Result) {
+			if time.Now().Before(nextPartial) {
+				return
+			}
+			began := time.Now()
 			partial := report.BuildFromCycles(build, controller.Provenance, done, strands.SafetyViolations())
 			report.AddPhantomListings(&partial, strands.PhantomListings())
 			rep.Builds = append(rep.Builds, partial)
@@ -302,6 +307,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 				klog.ErrorS(err, "Writing the partial report failed")
 			}
 			rep.Builds = rep.Builds[:len(rep.Builds)-1]
+			nextPartial = nextPartialSave(time.Now(), time.Since(began))
 		},
 	})
 	// Read at once (before the proxy's journal is saved), with a context
@@ -437,4 +443,17 @@ func saveProxyJournal(proxied cluster.ProxiedCluster, path string) error {
 		return err
 	}
 	return os.WriteFile(path, data, 0o644)
+}
+
+// partialSaveShare bounds the CPU the partial report's writes take from
+// the churn: the writing grows with the cycles (the report keeps the cycle
+// log, and draws its plot each time), so at the progress line's pace of 5 s
+// a long soak spent more and more of the harness's time rewriting it.
+const partialSaveShare = 0.02
+
+// nextPartialSave is the earliest time of the next partial report after a
+// write that ended at now and took took: the writes then take at most
+// partialSaveShare of the churn's time.
+func nextPartialSave(now time.Time, took time.Duration) time.Time {
+	return now.Add(time.Duration(float64(took) * (1/partialSaveShare - 1)))
 }

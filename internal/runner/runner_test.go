@@ -250,3 +250,22 @@ func TestClusterSpec(t *testing.T) {
 		t.Errorf("default storage class %q", got.StorageClass)
 	}
 }
+
+func TestNextPartialSave(t *testing.T) {
+	now := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		took, want time.Duration
+	}{
+		{0, 0},
+		{10 * time.Millisecond, 490 * time.Millisecond},
+		{200 * time.Millisecond, 9800 * time.Millisecond},
+	} {
+		got := nextPartialSave(now, tc.took).Sub(now)
+		if got != tc.want {
+			t.Errorf("a write of %v: next in %v, want %v", tc.took, got, tc.want)
+		}
+		if share := float64(tc.took) / float64(got+tc.took); tc.took > 0 && share > partialSaveShare+1e-9 {
+			t.Errorf("a write of %v takes %.3f of the time, more than %.2f", tc.took, share, partialSaveShare)
+		}
+	}
+}
