@@ -108,7 +108,7 @@ func (st *starting) startCSI(context.Context) ([]readiness, error) {
 	for _, n := range c.nodes {
 		sock := l.nodeSocket(n)
 		if err := start(process.Spec{Name: "csi-driver-" + n, Path: b.CSIDriver, LogFile: filepath.Join(logDir, "csi-driver-"+n+".log"),
-			Args: driverArgs("node", n, sock)}, socketReady(sock)); err != nil {
+			Args: driverArgs("node", n, sock), Env: perNodeEnv}, socketReady(sock)); err != nil {
 			return nil, err
 		}
 	}

@@ -441,6 +441,16 @@ func (st *starting) startScheduler(context.Context) ([]readiness, error) {
 	return append(checks, readiness{proc: sched, check: httpGetOK(fmt.Sprintf("https://127.0.0.1:%d/healthz", st.ports.scheduler), selfSigned)}), nil
 }
 
+// perNodeEnv is the environment of the processes that stand in for one
+// node's agents (kubelet-sim and the node's CSI driver): one P each in the
+// Go scheduler. A node's agents have a machine to themselves in a real
+// cluster; here 8 to 100 nodes' share 2 cores, and with a P per core an
+// idle process's timers (the volume manager's two 100 ms loops, the status
+// loop) also wake threads that spin looking for work on the other core: a
+// cost per process, hence per node. It changes how their goroutines share
+// a core, not what they do (docs/performance.md, "Scale").
+var perNodeEnv = []string{"GOMAXPROCS=1"}
+
 // startKubelets starts one kubelet-sim per node (upstream's CSI plugin,
 // which kubelet-sim runs, serves one node per process); it is ready when
 // every node is Ready.
@@ -464,7 +474,8 @@ func (st *starting) startKubelets(context.Context) ([]readiness, error) {
 		args := append(slices.Clone(common), "--node="+n+"="+st.cfg.nodes[n], "--csi-endpoint="+st.csi.nodeSocket(n),
 			"--root-dir="+st.csi.kubeletRootDir(n), "--pod-cidr-index="+strconv.Itoa(i+1))
 		name := "kubelet-sim-" + n
-		proc, err := c.procs.Start(process.Spec{Name: name, Path: st.bins.KubeletSim, LogFile: filepath.Join(c.logDir, name+".log"), Args: args})
+		proc, err := c.procs.Start(process.Spec{Name: name, Path: st.bins.KubeletSim, LogFile: filepath.Join(c.logDir, name+".log"), Args: args,
+			Env: perNodeEnv})
 		if err != nil {
 			return nil, err
 		}
