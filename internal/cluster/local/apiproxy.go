@@ -39,7 +39,7 @@ func (st *starting) startProxy(context.Context) ([]readiness, error) {
 		fmt.Sprintf("--upstream=https://127.0.0.1:%d", st.ports.apiServer), "--upstream-ca=" + cfg.caFile,
 		"--identity-cert=" + cfg.kcmCert, "--identity-key=" + cfg.kcmKey,
 		"--profile=" + profileFile,
-	}})
+	}, Env: steadySysmonEnv()})
 	if err != nil {
 		return nil, err
 	}

@@ -451,6 +451,31 @@ func (st *starting) startScheduler(context.Context) ([]readiness, error) {
 // a core, not what they do (docs/performance.md, "Scale").
 var perNodeEnv = []string{"GOMAXPROCS=1"}
 
+// steadySysmonEnv is the environment of strandlab's programs that wake
+// tens of times a second (kubelet-sim: timers, watch events; apiproxy:
+// every frame of the controller's traffic): the Go runtime's monitor
+// thread (sysmon) kept at its steady 10 ms tick. Left alone, sysmon sleeps
+// while the process is idle and, at the first system call after, restarts
+// at 20 µs ticks for 50 ticks before backing off (runtime.sysmon, go1.26
+// src/runtime/proc.go), so such a process keeps its sysmon near 20 µs,
+// each tick a nanosleep: 15-19% of each program's CPU in perf on the
+// 2-core machine. A positive schedtrace is the runtime's one switch that
+// keeps sysmon out of that deep sleep; its value is the trace's period in
+// ms, here the largest (about 25 days), so the trace line is printed at
+// most at start. Goroutines are scheduled as before but for a system call
+// blocking longer than a tick, handed off after up to 10 ms instead of
+// 20 µs. Mostly idle programs (the CSI driver, pin-extender) keep the
+// default: for them the steady tick cost more than the deep sleep saved
+// (docs/performance.md, "The Go runtime's monitor thread"). A GODEBUG of
+// the user's is kept.
+func steadySysmonEnv() []string {
+	const steadySysmon = "schedtrace=2147483647"
+	if d := os.Getenv("GODEBUG"); d != "" {
+		return []string{"GODEBUG=" + d + "," + steadySysmon}
+	}
+	return []string{"GODEBUG=" + steadySysmon}
+}
+
 // startKubelets starts one kubelet-sim per node (upstream's CSI plugin,
 // which kubelet-sim runs, serves one node per process); it is ready when
 // every node is Ready.
@@ -475,7 +500,7 @@ func (st *starting) startKubelets(context.Context) ([]readiness, error) {
 			"--root-dir="+st.csi.kubeletRootDir(n), "--pod-cidr-index="+strconv.Itoa(i+1))
 		name := "kubelet-sim-" + n
 		proc, err := c.procs.Start(process.Spec{Name: name, Path: st.bins.KubeletSim, LogFile: filepath.Join(c.logDir, name+".log"), Args: args,
-			Env: perNodeEnv})
+			Env: append(steadySysmonEnv(), perNodeEnv...)})
 		if err != nil {
 			return nil, err
 		}
