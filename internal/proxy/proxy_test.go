@@ -66,6 +66,8 @@ type upstream struct {
 	ct     string
 	mu     sync.Mutex
 	seen   []string // "cn|authorization" per request
+	// encodings is each request's Accept-Encoding.
+	encodings []string
 }
 
 func newUpstream(t testing.TB, c certs, contentType string) *upstream {
@@ -77,6 +79,7 @@ func newUpstream(t testing.TB, c certs, contentType string) *upstream {
 		}
 		u.mu.Lock()
 		u.seen = append(u.seen, cn+"|"+r.Header.Get("Authorization"))
+		u.encodings = append(u.encodings, r.Header.Get("Accept-Encoding"))
 		u.mu.Unlock()
 		if r.URL.Query().Get("watch") != "true" {
 			_, _ = w.Write([]byte("{}"))
@@ -399,5 +402,39 @@ func TestDelayedQueueIsBounded(t *testing.T) {
 		t.Errorf("the upstream wrote all %d frames of %d KiB: the proxy kept reading with its queue full (no backpressure)", n, len(frame)>>10)
 	} else {
 		t.Logf("upstream stopped after %d of %d frames (queue limit %d; the rest sat in socket buffers)", n, total, limit)
+	}
+}
+
+// TestAcceptEncodingIsTheClients: a request reaches the API server with
+// the Accept-Encoding its client sent, none when it sent none (as
+// kube-controller-manager, whose client turns compression off), so the
+// proxy never has the API server gzip what the controller did not ask to
+// be gzipped.
+func TestAcceptEncodingIsTheClients(t *testing.T) {
+	c := newCerts(t)
+	for _, tc := range []struct {
+		name         string
+		clientGzip   bool // the client's transport asks for gzip itself
+		wantUpstream string
+	}{
+		{"client without compression", false, ""},
+		{"client asking for gzip", true, "gzip"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			up := newUpstream(t, c, "application/json")
+			_, srv := startProxy(t, c, up, fault.Profile{})
+			client := clientWith(c, &c.kcm)
+			client.Transport.(*http.Transport).DisableCompression = !tc.clientGzip
+			resp, err := client.Get(srv.URL + "/api/v1/namespaces/default")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_ = resp.Body.Close()
+			up.mu.Lock()
+			defer up.mu.Unlock()
+			if len(up.encodings) != 1 || up.encodings[0] != tc.wantUpstream {
+				t.Errorf("Accept-Encoding upstream %q, want one request with %q", up.encodings, tc.wantUpstream)
+			}
+		})
 	}
 }
