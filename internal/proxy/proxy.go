@@ -82,14 +82,9 @@ func New(cfg Config) (*Proxy, error) {
 
 func (p *Proxy) reverseProxy(cfg Config, tlsConfig *tls.Config) *httputil.ReverseProxy {
 	// DisableCompression: a request goes upstream with the controller's own
-	// Accept-Encoding. Without it the transport asks for gzip itself when the
-	// controller did not, which kube-controller-manager never does (its
-	// options set DisableCompression, cmd/kube-controller-manager/app/options
-	// KubeControllerManagerOptions.Config): the API server then gzipped every
-	// event of the controller's watch lists (WatchListCompression, beta and
-	// on in v1.37: k8s.io/apiserver handlers.watchResponseWriter) for the
-	// proxy to unzip: a request the controller never made, and CPU on both
-	// sides.
+	// Accept-Encoding (kube-controller-manager asks for none); otherwise the
+	// transport asks for gzip and the API server compresses every watch
+	// event for us to unzip (docs/proxy.md, Identity).
 	transport := &http.Transport{TLSClientConfig: tlsConfig, ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 100, IdleConnTimeout: 90 * time.Second,
 		DisableCompression: true}
 	rp := &httputil.ReverseProxy{
