@@ -482,8 +482,7 @@ func awaitReplacement(ctx context.Context, pods *workload.Pods, cfg Config, c cy
 	defer cancel()
 	var err error
 	var replacement *corev1.Pod
-	running := func(p *Pods) bool {
-		pod := p.Get(name)
+	running := func(pod *corev1.Pod) bool {
 		if pod != nil && pod.UID != old.UID && workload.IsRunning(pod) {
 			replacement = pod
 			return true
@@ -494,7 +493,7 @@ func awaitReplacement(ctx context.Context, pods *workload.Pods, cfg Config, c cy
 	// in between: a stranded volume never produces a pod event.
 	for {
 		slice, cancelSlice := context.WithTimeout(wctx, time.Second)
-		err = pods.WaitFor(slice, running)
+		err = pods.WaitForPod(slice, name, running)
 		cancelSlice()
 		if err == nil || wctx.Err() != nil {
 			break

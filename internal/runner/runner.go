@@ -268,7 +268,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	if sc.Proxy == nil {
 		proxied = nil
 	}
-	strands, err := startStrandWatch(ctx, client, proxied, Namespace, sc.Churn.StrandingThreshold.Duration)
+	strands, err := startStrandWatch(ctx, client, pods, proxied, Namespace, sc.Churn.StrandingThreshold.Duration)
 	if err != nil {
 		return nil, fmt.Errorf("build %s: %w", build, err)
 	}

@@ -19,6 +19,7 @@ import (
 	"github.com/strandlab/strandlab/internal/detector"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/timeline"
+	"github.com/strandlab/strandlab/internal/workload"
 )
 
 // snapshotInterval is the detector's sampling period: short enough to see
@@ -62,11 +63,12 @@ func (w *strandWatch) Wait() {
 	}
 }
 
-// startStrandWatch runs until ctx ends. proxied may be nil.
-func startStrandWatch(ctx context.Context, client kubernetes.Interface, proxied cluster.ProxiedCluster, namespace string, threshold time.Duration) (*strandWatch, error) {
+// startStrandWatch runs until ctx ends. pods is the churn's watch of the
+// namespace's pods, whose informer it shares; proxied may be nil.
+func startStrandWatch(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, proxied cluster.ProxiedCluster, namespace string, threshold time.Duration) (*strandWatch, error) {
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	factory := informers.NewSharedInformerFactory(client, 0)
-	pods, pvcs := nsFactory.Core().V1().Pods(), nsFactory.Core().V1().PersistentVolumeClaims()
+	pvcs := nsFactory.Core().V1().PersistentVolumeClaims()
 	nodes, pvs := factory.Core().V1().Nodes(), factory.Core().V1().PersistentVolumes()
 	vas, drivers := factory.Storage().V1().VolumeAttachments(), factory.Storage().V1().CSIDrivers()
 	changes := newTransitions(10 * time.Minute)

@@ -125,54 +125,84 @@ func statefulSetFromManifest(s StatefulSet) (*appsv1.StatefulSet, error) {
 func PodName(sts string, ordinal int) string { return sts + "-" + strconv.Itoa(ordinal) }
 
 // Pods watches the pods of a namespace through an informer and lets callers
-// wait for a condition without polling the API server.
+// wait for a condition without polling the API server. It is the harness's
+// only watch of the namespace's pods: the detector shares its informer
+// (Informer, Lister), so every pod event is decoded and cached once.
 type Pods struct {
-	lister corelisters.PodNamespaceLister
-	synced cache.InformerSynced
+	informer cache.SharedIndexInformer
+	all      corelisters.PodLister
+	lister   corelisters.PodNamespaceLister
+	synced   cache.InformerSynced
 
-	mu        sync.Mutex
-	changed   chan struct{} // closed and replaced on every pod event
-	firstSeen map[types.UID]time.Time
+	mu      sync.Mutex
+	changed chan struct{} // closed and replaced on every pod event
+	// podChanged: by pod name, closed and removed on that pod's next event;
+	// made by WaitForPod, so that a waiter for one pod is not woken by the
+	// events of every other (48 cycles in flight each wait for their own).
+	podChanged map[string]chan struct{}
+	firstSeen  map[types.UID]time.Time
 }
 
 // WatchPods starts watching the pods of namespace until ctx ends.
 func WatchPods(ctx context.Context, client kubernetes.Interface, namespace string) (*Pods, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	inf := factory.Core().V1().Pods()
-	p := &Pods{lister: inf.Lister().Pods(namespace), synced: inf.Informer().HasSynced,
-		changed: make(chan struct{}), firstSeen: map[types.UID]time.Time{}}
-	if _, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
+	p := &Pods{informer: inf.Informer(), all: inf.Lister(), lister: inf.Lister().Pods(namespace), synced: inf.Informer().HasSynced,
+		changed: make(chan struct{}), podChanged: map[string]chan struct{}{}, firstSeen: map[types.UID]time.Time{}}
+	reg, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) {
+			pod := o.(*corev1.Pod)
 			p.mu.Lock()
-			p.firstSeen[o.(*corev1.Pod).UID] = time.Now()
+			p.firstSeen[pod.UID] = time.Now()
 			p.mu.Unlock()
-			p.notify()
+			p.notify(pod.Name)
 		},
-		UpdateFunc: func(_, o any) { p.notify() },
+		UpdateFunc: func(_, o any) { p.notify(o.(*corev1.Pod).Name) },
 		DeleteFunc: func(o any) {
+			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = d.Obj
+			}
+			name := ""
 			if pod, ok := o.(*corev1.Pod); ok {
 				p.mu.Lock()
 				delete(p.firstSeen, pod.UID)
 				p.mu.Unlock()
+				name = pod.Name
 			}
-			p.notify()
+			p.notify(name)
 		},
-	}); err != nil {
+	})
+	if err != nil {
 		return nil, err
 	}
 	factory.Start(ctx.Done())
-	if !cache.WaitForCacheSync(ctx.Done(), p.synced) {
+	// The handler's own sync: the listed pods' Add events have been handled
+	// (FirstSeen set, no late wake-ups from them) when WatchPods returns.
+	if !cache.WaitForCacheSync(ctx.Done(), p.synced, reg.HasSynced) {
 		return nil, fmt.Errorf("pod informer for %s did not sync: %w", namespace, ctx.Err())
 	}
 	return p, nil
 }
 
-func (p *Pods) notify() {
+// notify wakes WaitFor's waiters and WaitForPod's for the pod name ("":
+// an unknown object, which wakes WaitFor's only).
+func (p *Pods) notify(name string) {
 	p.mu.Lock()
 	close(p.changed)
 	p.changed = make(chan struct{})
+	if ch, ok := p.podChanged[name]; ok {
+		close(ch)
+		delete(p.podChanged, name)
+	}
 	p.mu.Unlock()
 }
+
+// Informer is the pod informer behind Pods, for the harness's other
+// watchers of the namespace's pods (their handlers get its events).
+func (p *Pods) Informer() cache.SharedIndexInformer { return p.informer }
+
+// Lister lists the cached pods (of the namespace watched only).
+func (p *Pods) Lister() corelisters.PodLister { return p.all }
 
 // FirstSeen is when the harness first saw the pod with uid (zero if never
 // or already deleted).
@@ -205,6 +235,29 @@ func (p *Pods) WaitFor(ctx context.Context, cond func(*Pods) bool) error {
 		ch := p.changed
 		p.mu.Unlock()
 		if cond(p) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-ch:
+		}
+	}
+}
+
+// WaitForPod blocks until cond holds on the cached pod name (nil while
+// there is none), re-evaluating it on that pod's events only, or until ctx
+// ends.
+func (p *Pods) WaitForPod(ctx context.Context, name string, cond func(*corev1.Pod) bool) error {
+	for {
+		p.mu.Lock()
+		ch, ok := p.podChanged[name]
+		if !ok {
+			ch = make(chan struct{})
+			p.podChanged[name] = ch
+		}
+		p.mu.Unlock()
+		if cond(p.Get(name)) {
 			return nil
 		}
 		select {
