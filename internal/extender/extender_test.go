@@ -7,13 +7,17 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	extenderv1 "k8s.io/kube-scheduler/extender/v1"
 
 	"github.com/strandlab/strandlab/internal/pinning"
@@ -152,5 +156,108 @@ func TestBadRequestIsAnError(t *testing.T) {
 	var res extenderv1.ExtenderFilterResult
 	if err := json.Unmarshal(rec.Body.Bytes(), &res); err != nil || !strings.Contains(res.Error, "bad filter request") {
 		t.Errorf("result %+v, %v", res, err)
+	}
+}
+
+// countedWatch counts the pod watches open against the fake API server.
+type countedWatch struct {
+	watch.Interface
+	open *atomic.Int32
+	once sync.Once
+}
+
+func (w *countedWatch) Stop() {
+	w.once.Do(func() { w.open.Add(-1) })
+	w.Interface.Stop()
+}
+
+// The pod watch runs at start (recording pods bound before the extender
+// ran) and then only while an ordinal that passed the filter unpinned has
+// no recorded placement: during the churn every ordinal is pinned, and
+// its pods' events need not reach the extender at all.
+func TestPodWatchRunsOnlyWhilePlacementsPending(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	early := stsPod("web", "0")
+	early.Spec.NodeName = "node-3"
+	client := fake.NewClientset(early)
+	var open atomic.Int32
+	client.PrependWatchReactor("pods", func(action k8stesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(action.GetResource(), action.GetNamespace())
+		if err != nil {
+			return true, nil, err
+		}
+		open.Add(1)
+		return true, &countedWatch{Interface: w, open: &open}, nil
+	})
+	e, err := New(pinning.Config{Sticky: true}, client)
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = e.Run(ctx) }()
+	nodes := []string{"node-1", "node-2", "node-3"}
+	until := func(what string, cond func() bool) {
+		t.Helper()
+		if err := wait.PollUntilContextTimeout(ctx, 5*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+			return cond(), nil
+		}); err != nil {
+			t.Fatalf("never: %s (pod watches open: %d)", what, open.Load())
+		}
+	}
+	pinnedTo := func(k Key, node string) func() bool {
+		return func() bool { n, ok := e.Pinned(k); return ok && n == node }
+	}
+
+	until("the pod bound before the extender ran is pinned and the watch stops", func() bool {
+		n, ok := e.Pinned(Key{"ns", "web", 0})
+		return ok && n == "node-3" && open.Load() == 0
+	})
+
+	steps := []struct {
+		name string
+		do   func(t *testing.T)
+		want func() bool
+	}{
+		{"an unpinned ordinal passes the filter: the watch starts", func(t *testing.T) {
+			pod := stsPod("web", "1")
+			pod.UID = "web-1-a"
+			if res := filterOver(t, e.Handler(), pod, nodes); len(*res.NodeNames) != 3 {
+				t.Fatalf("first placement restricted: %+v", res)
+			}
+		}, func() bool { return open.Load() == 1 }},
+		{"it is bound: its placement is recorded and the watch stops", func(t *testing.T) {
+			pod := stsPod("web", "1")
+			pod.UID, pod.Spec.NodeName = "web-1-a", "node-2"
+			if _, err := client.CoreV1().Pods("ns").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, func() bool { return pinnedTo(Key{"ns", "web", 1}, "node-2")() && open.Load() == 0 }},
+		{"a pinned ordinal passes the filter: nothing is pending", func(t *testing.T) {
+			if res := filterOver(t, e.Handler(), stsPod("web", "1"), nodes); len(*res.NodeNames) != 1 || (*res.NodeNames)[0] != "node-2" {
+				t.Fatalf("replacement not pinned: %+v", res)
+			}
+		}, func() bool { return !e.placementsPending() && open.Load() == 0 }},
+		{"an unpinned pod deleted before it is bound: the watch stops", func(t *testing.T) {
+			pod := stsPod("web", "2")
+			pod.UID = "web-2-a"
+			filterOver(t, e.Handler(), pod, nodes)
+			until("the watch starts", func() bool { return open.Load() == 1 })
+			if _, err := client.CoreV1().Pods("ns").Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			if err := client.CoreV1().Pods("ns").Delete(ctx, pod.Name, metav1.DeleteOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}, func() bool { _, ok := e.Pinned(Key{"ns", "web", 2}); return !ok && open.Load() == 0 }},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			s.do(t)
+			until(s.name, s.want)
+		})
+	}
+	cm, err := client.CoreV1().ConfigMaps("ns").Get(ctx, pinning.DefaultConfigMapName, metav1.GetOptions{})
+	if err != nil || cm.Data["web.0"] != "node-3" || cm.Data["web.1"] != "node-2" {
+		t.Fatalf("recorded pins: %v, %v", cm, err)
 	}
 }
