@@ -57,8 +57,26 @@ func runStrandscan(t *testing.T, kubeconfig string, args ...string) (int, *scan.
 // strandscan, pointed at the kept stock cluster, lists the stranding and
 // exits 1.
 func TestSeed122413StrandsStockNotFix(t *testing.T) {
-	r := start(t, "--scenario", "scenarios/seed-122413.yaml", "--builds", "fix,stock", "--cycles", "1", "--keep", "--check")
-	code := r.wait(t)
+	// The race goes the stock controller's way in at least 9 of 10 runs,
+	// not all (docs/performance.md: seeds 1-10, 9 or 10 of 10 each time;
+	// in a miss the replacement is scheduled before the kubelet reports
+	// the volume unmounted), so a run whose only miss is stock's first
+	// cycle reaching Running is run once more; two misses in a row fail.
+	var r *run
+	var code int
+	for attempt := 1; ; attempt++ {
+		r = start(t, "--scenario", "scenarios/seed-122413.yaml", "--builds", "fix,stock", "--cycles", "1", "--keep", "--check")
+		code = r.wait(t)
+		out := r.text()
+		if attempt == 1 && code == 3 && strings.Contains(out, `seed-122413/stock: firstCycle = "running", expected "stranded"`) &&
+			!strings.Contains(out, "seed-122413/fix:") {
+			_, dir := keptCluster(t, r)
+			_ = exec.Command(strandlab, "down", dir).Run()
+			t.Logf("attempt 1: stock's first cycle reached Running (the race went the other way); running once more")
+			continue
+		}
+		break
+	}
 	kubeconfig, _ := keptCluster(t, r)
 	if code != 0 {
 		t.Fatalf("exit %d (3: outside the scenario's expect band):\n%s", code, r.text())
