@@ -132,7 +132,6 @@ type Pods struct {
 	informer cache.SharedIndexInformer
 	all      corelisters.PodLister
 	lister   corelisters.PodNamespaceLister
-	synced   cache.InformerSynced
 
 	mu      sync.Mutex
 	changed chan struct{} // closed and replaced on every pod event
@@ -147,7 +146,7 @@ type Pods struct {
 func WatchPods(ctx context.Context, client kubernetes.Interface, namespace string) (*Pods, error) {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	inf := factory.Core().V1().Pods()
-	p := &Pods{informer: inf.Informer(), all: inf.Lister(), lister: inf.Lister().Pods(namespace), synced: inf.Informer().HasSynced,
+	p := &Pods{informer: inf.Informer(), all: inf.Lister(), lister: inf.Lister().Pods(namespace),
 		changed: make(chan struct{}), podChanged: map[string]chan struct{}{}, firstSeen: map[types.UID]time.Time{}}
 	reg, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) {
@@ -178,7 +177,7 @@ func WatchPods(ctx context.Context, client kubernetes.Interface, namespace strin
 	factory.Start(ctx.Done())
 	// The handler's own sync: the listed pods' Add events have been handled
 	// (FirstSeen set, no late wake-ups from them) when WatchPods returns.
-	if !cache.WaitForCacheSync(ctx.Done(), p.synced, reg.HasSynced) {
+	if !cache.WaitForCacheSync(ctx.Done(), p.informer.HasSynced, reg.HasSynced) {
 		return nil, fmt.Errorf("pod informer for %s did not sync: %w", namespace, ctx.Err())
 	}
 	return p, nil
