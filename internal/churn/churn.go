@@ -505,7 +505,7 @@ func awaitReplacement(ctx context.Context, pods *workload.Pods, cfg Config, c cy
 			c.Outcome, c.Stranding, c.DetectedAt = cycle.Stranded, &f, time.Now()
 			c.NewNode = f.Node
 			if pod := pods.Get(name); pod != nil && pod.UID != old.UID {
-				c.ReplacementSeenAt = pods.FirstSeen(pod.UID)
+				c.ReplacementSeenAt, c.ReplacementBoundAt = pods.FirstSeen(pod.UID), pods.BoundSeen(pod.UID)
 			}
 			log.Info("Volume stranded", "node", f.Node, "volume", f.Volume, "evidence", f.Evidence)
 			if cfg.Explain != nil {
@@ -522,13 +522,14 @@ func awaitReplacement(ctx context.Context, pods *workload.Pods, cfg Config, c cy
 		c.Error = fmt.Sprintf("replacement of %s not Running within %v", name, cfg.CycleTimeout)
 		if pod := pods.Get(name); pod != nil && pod.UID != old.UID {
 			c.NewNode = pod.Spec.NodeName
+			c.ReplacementSeenAt, c.ReplacementBoundAt = pods.FirstSeen(pod.UID), pods.BoundSeen(pod.UID)
 		}
 		log.Info("Cycle timed out", "err", c.Error)
 		return c, nil
 	}
 	runningAt := time.Now()
 	c.Outcome = cycle.Running
-	c.ReplacementSeenAt = pods.FirstSeen(replacement.UID)
+	c.ReplacementSeenAt, c.ReplacementBoundAt = pods.FirstSeen(replacement.UID), pods.BoundSeen(replacement.UID)
 	c.NewNode = replacement.Spec.NodeName
 	c.DeleteToRunning = runningAt.Sub(deleted)
 	c.CreateToRunning = runningAt.Sub(c.ReplacementSeenAt)

@@ -48,6 +48,11 @@ type Cycle struct {
 	// DeletedAt and ReplacementSeenAt anchor the cycle's timeline.
 	DeletedAt         time.Time `json:"deleted_at"`
 	ReplacementSeenAt time.Time `json:"replacement_seen_at,omitempty"`
+	// ReplacementBoundAt is when the harness first saw the replacement
+	// bound to a node: before it, the cycle's time is the old pod's
+	// termination, the StatefulSet controller's and the scheduler's; after
+	// it, the node's (attach, mount, start).
+	ReplacementBoundAt time.Time `json:"replacement_bound_at,omitempty"`
 	// Stranding is the detector's finding for a Stranded cycle.
 	Stranding *detector.Finding `json:"stranding,omitempty"`
 	// DetectedAt is when the stranding was reported.

@@ -470,6 +470,7 @@ func (p *buildPool) build() (Build, []string) {
 		}
 		b.AttachToRunningMS = percentilesMS(toRunning)
 		b.DeleteToRunningMS = percentilesMS(deleteToRunning)
+		b.CycleStepsMS = cycleSteps(p.log)
 		if len(p.log) > 0 {
 			b.CycleLog = p.log
 		}

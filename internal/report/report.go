@@ -74,10 +74,14 @@ type Build struct {
 	CyclesPerSecond float64 `json:"cycles_per_second"`
 	// WorkloadStartSeconds is how long the workload took, once created, to
 	// have every pod Running (before the churn); absent in merged reports.
-	WorkloadStartSeconds float64            `json:"workload_start_seconds,omitempty"`
-	AttachToRunningMS    Percentiles        `json:"attach_to_running_ms"`
-	DeleteToRunningMS    Percentiles        `json:"delete_to_running_ms"`
-	APIRequestsPerCycle  map[string]float64 `json:"api_requests_per_cycle"`
+	WorkloadStartSeconds float64     `json:"workload_start_seconds,omitempty"`
+	AttachToRunningMS    Percentiles `json:"attach_to_running_ms"`
+	DeleteToRunningMS    Percentiles `json:"delete_to_running_ms"`
+	// CycleStepsMS splits delete-to-Running into its steps, over the
+	// cycles that reached Running (cycleSteps); absent when no cycle has
+	// the timestamps, and in a merged report without full cycle logs.
+	CycleStepsMS        *CycleSteps        `json:"cycle_steps_ms,omitempty"`
+	APIRequestsPerCycle map[string]float64 `json:"api_requests_per_cycle"`
 	// APIRequestsPerCycleByClient is every client's requests to the API
 	// server during the churn, per cycle, by client (the API server's own
 	// count; "other" for requests of no known client); absent when the
@@ -126,6 +130,43 @@ type Build struct {
 type Expectation struct {
 	Met   bool     `json:"met"`
 	Unmet []string `json:"unmet,omitempty"`
+}
+
+// CycleSteps are the percentiles of a cycle's steps, each from the
+// harness's own sightings (its pod watch): where a cycle's time goes, and so
+// what bounds the churn's rate at a given concurrency.
+type CycleSteps struct {
+	// ToReplacement: the delete to the replacement pod created (the old
+	// pod's termination by its kubelet, then the StatefulSet controller).
+	ToReplacement Percentiles `json:"delete_to_replacement"`
+	// ToBound: the replacement created to bound to a node (the scheduler's
+	// queue and its extenders).
+	ToBound Percentiles `json:"replacement_to_bound"`
+	// ToRunning: bound to Running (attach, mount and start on the node).
+	ToRunning Percentiles `json:"bound_to_running"`
+	// Cycles is how many cycles the percentiles are over.
+	Cycles int `json:"cycles"`
+}
+
+// cycleSteps is the CycleSteps of the cycles that reached Running with
+// every step's timestamp, or nil if none has them (logs written before
+// ReplacementBoundAt was recorded).
+func cycleSteps(cycles []cycle.Cycle) *CycleSteps {
+	var toReplacement, toBound, toRunning []time.Duration
+	for _, c := range cycles {
+		if c.Outcome != cycle.Running || c.DeletedAt.IsZero() || c.ReplacementSeenAt.IsZero() || c.ReplacementBoundAt.IsZero() {
+			continue
+		}
+		runningAt := c.DeletedAt.Add(c.DeleteToRunning)
+		toReplacement = append(toReplacement, c.ReplacementSeenAt.Sub(c.DeletedAt))
+		toBound = append(toBound, c.ReplacementBoundAt.Sub(c.ReplacementSeenAt))
+		toRunning = append(toRunning, runningAt.Sub(c.ReplacementBoundAt))
+	}
+	if len(toRunning) == 0 {
+		return nil
+	}
+	return &CycleSteps{ToReplacement: percentilesMS(toReplacement), ToBound: percentilesMS(toBound),
+		ToRunning: percentilesMS(toRunning), Cycles: len(toRunning)}
 }
 
 // Percentiles of a latency in milliseconds.
@@ -236,6 +277,7 @@ func BuildFromCycles(name string, prov provenance.ControllerBuild, res cycle.Res
 	b.ChurnWaitedOnBusySeconds = res.BusyWait.Seconds()
 	b.AttachToRunningMS = percentilesMS(toRunning)
 	b.DeleteToRunningMS = percentilesMS(deleteToRunning)
+	b.CycleStepsMS = cycleSteps(res.Cycles)
 	return b
 }
 
@@ -248,6 +290,9 @@ func strandingOf(c cycle.Cycle) Stranding {
 	entries := []timeline.Entry{{Time: c.DeletedAt, Source: timeline.Runner, Event: fmt.Sprintf("deleted pod %s (on %s)", c.Pod, c.OldNode)}}
 	if !c.ReplacementSeenAt.IsZero() {
 		entries = append(entries, timeline.Entry{Time: c.ReplacementSeenAt, Source: timeline.Runner, Event: "replacement pod seen"})
+	}
+	if !c.ReplacementBoundAt.IsZero() {
+		entries = append(entries, timeline.Entry{Time: c.ReplacementBoundAt, Source: timeline.Runner, Event: "replacement pod seen bound to " + c.NewNode})
 	}
 	entries = append(entries, c.Timeline...)
 	entries = append(entries,
@@ -429,6 +474,7 @@ func Markdown(r *Report) string {
 		r.RunID, status, r.Provider, r.KubernetesVersion, r.Seed, r.ClusterStartSeconds, mergedMarkdown(r))
 	b.WriteString("## Builds\n\n")
 	b.WriteString(Table(r))
+	writeCycleSteps(&b, r)
 	b.WriteString("\n## Components\n\n| component | version | provenance |\n|---|---|---|\n")
 	names := make([]string, 0, len(r.Components))
 	for n := range r.Components {
@@ -498,6 +544,27 @@ const maxTimelinesPerKind = 10
 func writeTimeline(b *bytes.Buffer, entries []TimelineEntry) {
 	for _, e := range entries {
 		fmt.Fprintf(b, "| %.0f | %s | %s |\n", e.TMS, e.Source, strings.ReplaceAll(e.Event, "|", "\\|"))
+	}
+}
+
+// writeCycleSteps tables where the cycles' time went, for the builds that
+// have the steps.
+func writeCycleSteps(b *bytes.Buffer, r *Report) {
+	header := false
+	for _, bld := range r.Builds {
+		st := bld.CycleStepsMS
+		if st == nil {
+			continue
+		}
+		if !header {
+			b.WriteString("\n## Where a cycle's time goes\n\nFrom the delete to the replacement Running, in the harness's sightings (p50 / p99 ms, " +
+				"over the cycles that reached Running): the old pod's termination and the StatefulSet controller, the scheduler, then the node.\n\n" +
+				"| build | cycles | delete → replacement | → bound to a node | → Running | delete → Running |\n|---|---:|---|---|---|---|\n")
+			header = true
+		}
+		fmt.Fprintf(b, "| %s | %d | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f |\n", bld.Name, st.Cycles,
+			st.ToReplacement.P50, st.ToReplacement.P99, st.ToBound.P50, st.ToBound.P99, st.ToRunning.P50, st.ToRunning.P99,
+			bld.DeleteToRunningMS.P50, bld.DeleteToRunningMS.P99)
 	}
 }
 

@@ -186,3 +186,47 @@ func TestPhantomListingsAreReportedApartFromSafetyViolations(t *testing.T) {
 		t.Errorf("report.md lists phantom listings as safety violations:\n%s", md)
 	}
 }
+
+func TestCycleStepsSplitDeleteToRunning(t *testing.T) {
+	ms := time.Millisecond
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	// ran: deleted at t0+off, replacement seen after rep, bound after bnd,
+	// Running after run more.
+	ran := func(off, rep, bnd, run time.Duration) cycle.Cycle {
+		del := t0.Add(off)
+		return cycle.Cycle{Outcome: cycle.Running, DeletedAt: del, ReplacementSeenAt: del.Add(rep), ReplacementBoundAt: del.Add(rep + bnd),
+			DeleteToRunning: rep + bnd + run}
+	}
+	noBound := ran(0, 100*ms, 10*ms, 200*ms)
+	noBound.ReplacementBoundAt = time.Time{}
+	timedOut := ran(0, 5000*ms, 5000*ms, 5000*ms)
+	timedOut.Outcome = cycle.TimedOut
+	tests := []struct {
+		name   string
+		cycles []cycle.Cycle
+		want   *CycleSteps
+	}{
+		{"no cycles", nil, nil},
+		{"a log without binding times (older reports)", []cycle.Cycle{noBound}, nil},
+		{"each step's own percentiles, over the cycles that ran", []cycle.Cycle{
+			ran(0, 1000*ms, 50*ms, 1500*ms), ran(time.Second, 1200*ms, 30*ms, 1700*ms), ran(2*time.Second, 800*ms, 70*ms, 1600*ms),
+			noBound, timedOut,
+		}, &CycleSteps{
+			ToReplacement: Percentiles{P50: 1000, P99: 1200}, ToBound: Percentiles{P50: 50, P99: 70}, ToRunning: Percentiles{P50: 1600, P99: 1700}, Cycles: 3,
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := cycleSteps(tt.cycles)
+			if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
+				t.Errorf("cycleSteps = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+
+	r := &Report{Scenario: "s", Builds: []Build{BuildFromCycles("stock", provenance.ControllerBuild{}, cycle.Result{Elapsed: time.Second,
+		Cycles: []cycle.Cycle{ran(0, 1000*ms, 50*ms, 1500*ms)}}, nil)}}
+	if md := Markdown(r); !strings.Contains(md, "## Where a cycle's time goes") || !strings.Contains(md, "| stock | 1 | 1000 / 1000 | 50 / 50 | 1500 / 1500 | 2550 / 2550 |") {
+		t.Errorf("report.md lacks the build's steps:\n%s", md)
+	}
+}

@@ -73,3 +73,57 @@ func TestWaitForPodWakesOnItsOwnPodsEventsOnly(t *testing.T) {
 		})
 	}
 }
+
+func TestBoundSeenIsTheFirstSightingOnANode(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	unbound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "ns", UID: "u1"}}
+	bound := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-1", Namespace: "ns", UID: "u2"}, Spec: corev1.PodSpec{NodeName: "n1"}}
+	client := fake.NewClientset(unbound, bound)
+	pods, err := WatchPods(ctx, client, "ns")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := pods.BoundSeen("u1"); !got.IsZero() {
+		t.Errorf("unbound pod: BoundSeen = %v, want zero", got)
+	}
+	if pods.BoundSeen("u2").IsZero() || pods.BoundSeen("u2").Before(pods.FirstSeen("u2")) {
+		t.Errorf("pod listed bound: BoundSeen %v, FirstSeen %v; want set, not before", pods.BoundSeen("u2"), pods.FirstSeen("u2"))
+	}
+
+	update := func(p *corev1.Pod) {
+		t.Helper()
+		if _, err := client.CoreV1().Pods("ns").Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	scheduled := unbound.DeepCopy()
+	scheduled.Spec.NodeName = "n2"
+	update(scheduled)
+	if err := pods.WaitForPod(ctx, "web-0", func(p *corev1.Pod) bool { return p != nil && p.Spec.NodeName == "n2" }); err != nil {
+		t.Fatal(err)
+	}
+	first := pods.BoundSeen("u1")
+	if first.IsZero() || first.Before(pods.FirstSeen("u1")) {
+		t.Fatalf("after binding: BoundSeen %v, FirstSeen %v; want set, not before", first, pods.FirstSeen("u1"))
+	}
+	running := scheduled.DeepCopy()
+	running.Status.Phase = corev1.PodRunning
+	update(running)
+	if err := pods.WaitForPod(ctx, "web-0", func(p *corev1.Pod) bool { return p != nil && p.Status.Phase == corev1.PodRunning }); err != nil {
+		t.Fatal(err)
+	}
+	if got := pods.BoundSeen("u1"); !got.Equal(first) {
+		t.Errorf("a later update moved BoundSeen from %v to %v", first, got)
+	}
+
+	if err := client.CoreV1().Pods("ns").Delete(ctx, "web-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pods.WaitForPod(ctx, "web-0", func(p *corev1.Pod) bool { return p == nil }); err != nil {
+		t.Fatal(err)
+	}
+	if got := pods.BoundSeen("u1"); !got.IsZero() {
+		t.Errorf("deleted pod: BoundSeen = %v, want zero (forgotten)", got)
+	}
+}

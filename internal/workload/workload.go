@@ -140,6 +140,10 @@ type Pods struct {
 	// events of every other (48 cycles in flight each wait for their own).
 	podChanged map[string]chan struct{}
 	firstSeen  map[types.UID]time.Time
+	// boundSeen: when the harness first saw the pod bound to a node
+	// (spec.nodeName set), which splits a cycle's time between the
+	// scheduler's part and the node's (cycle.Cycle.ReplacementBoundAt).
+	boundSeen map[types.UID]time.Time
 }
 
 // WatchPods starts watching the pods of namespace until ctx ends.
@@ -147,16 +151,31 @@ func WatchPods(ctx context.Context, client kubernetes.Interface, namespace strin
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	inf := factory.Core().V1().Pods()
 	p := &Pods{informer: inf.Informer(), all: inf.Lister(), lister: inf.Lister().Pods(namespace),
-		changed: make(chan struct{}), podChanged: map[string]chan struct{}{}, firstSeen: map[types.UID]time.Time{}}
+		changed: make(chan struct{}), podChanged: map[string]chan struct{}{},
+		firstSeen: map[types.UID]time.Time{}, boundSeen: map[types.UID]time.Time{}}
 	reg, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) {
 			pod := o.(*corev1.Pod)
+			now := time.Now()
 			p.mu.Lock()
-			p.firstSeen[pod.UID] = time.Now()
+			p.firstSeen[pod.UID] = now
+			if pod.Spec.NodeName != "" {
+				p.boundSeen[pod.UID] = now
+			}
 			p.mu.Unlock()
 			p.notify(pod.Name)
 		},
-		UpdateFunc: func(_, o any) { p.notify(o.(*corev1.Pod).Name) },
+		UpdateFunc: func(_, o any) {
+			pod := o.(*corev1.Pod)
+			if pod.Spec.NodeName != "" {
+				p.mu.Lock()
+				if _, ok := p.boundSeen[pod.UID]; !ok {
+					p.boundSeen[pod.UID] = time.Now()
+				}
+				p.mu.Unlock()
+			}
+			p.notify(pod.Name)
+		},
 		DeleteFunc: func(o any) {
 			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 				o = d.Obj
@@ -165,6 +184,7 @@ func WatchPods(ctx context.Context, client kubernetes.Interface, namespace strin
 			if pod, ok := o.(*corev1.Pod); ok {
 				p.mu.Lock()
 				delete(p.firstSeen, pod.UID)
+				delete(p.boundSeen, pod.UID)
 				p.mu.Unlock()
 				name = pod.Name
 			}
@@ -209,6 +229,14 @@ func (p *Pods) FirstSeen(uid types.UID) time.Time {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	return p.firstSeen[uid]
+}
+
+// BoundSeen is when the harness first saw the pod with uid bound to a node
+// (zero if never or already deleted).
+func (p *Pods) BoundSeen(uid types.UID) time.Time {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.boundSeen[uid]
 }
 
 // Get returns the cached pod, or nil.

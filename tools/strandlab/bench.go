@@ -215,6 +215,11 @@ type Profile struct {
 	CoresBusy                   float64               `json:"cores_busy,omitempty"`
 	MemoryPeakMiB               map[string]usage.Peak `json:"memory_peak_mib,omitempty"`
 	APIRequestsPerCycleByClient map[string]float64    `json:"api_requests_per_cycle_by_client,omitempty"`
+	// DeleteToRunningMS and CycleStepsMS are where a cycle's time went, as
+	// in the report: at a fixed concurrency, the rate is the cycles in
+	// flight over this latency.
+	DeleteToRunningMS report.Percentiles `json:"delete_to_running_ms"`
+	CycleStepsMS      *report.CycleSteps `json:"cycle_steps_ms,omitempty"`
 }
 
 // profileOf is a profile's figures from its report (its first build: the
@@ -232,6 +237,7 @@ func profileOf(scenarioFile, reportPath string, r *report.Report) Profile {
 	p.StandInsCPUShare = usage.Share(b.CPUSecondsPerCycle, usage.StandIns)
 	p.CoresBusy = b.CPUSecondsTotalPerCycle * b.CyclesPerSecond
 	p.MemoryPeakMiB, p.APIRequestsPerCycleByClient = b.MemoryPeakMiB, b.APIRequestsPerCycleByClient
+	p.DeleteToRunningMS, p.CycleStepsMS = b.DeleteToRunningMS, b.CycleStepsMS
 	return p
 }
 
@@ -287,6 +293,18 @@ func BenchTable(b Bench) string {
 	row("cycles/s", func(p Profile) string { return fmt.Sprintf("%.2f", p.CyclesPerSecond) })
 	row("cluster start (s)", func(p Profile) string { return fmt.Sprintf("%.1f", p.ClusterStartSeconds) })
 	row("workload start (s)", func(p Profile) string { return fmt.Sprintf("%.1f", p.WorkloadStartSeconds) })
+	row("delete → Running p50 (ms)", func(p Profile) string { return fmt.Sprintf("%.0f", p.DeleteToRunningMS.P50) })
+	step := func(label string, of func(*report.CycleSteps) report.Percentiles) {
+		row(label, func(p Profile) string {
+			if p.CycleStepsMS == nil {
+				return "–"
+			}
+			return fmt.Sprintf("%.0f", of(p.CycleStepsMS).P50)
+		})
+	}
+	step("… delete → replacement p50 (ms)", func(s *report.CycleSteps) report.Percentiles { return s.ToReplacement })
+	step("… replacement → bound p50 (ms)", func(s *report.CycleSteps) report.Percentiles { return s.ToBound })
+	step("… bound → Running p50 (ms)", func(s *report.CycleSteps) report.Percentiles { return s.ToRunning })
 	row("**CPU s/cycle, all**", func(p Profile) string { return num("%.4f", p.CPUSecondsTotalPerCycle, hasCPU(p)) })
 	row("cores busy", func(p Profile) string { return num("%.2f", p.CoresBusy, hasCPU(p)) })
 	row("harness share of the CPU", func(p Profile) string { return num("%.1f%%", 100*p.HarnessCPUShare, hasCPU(p)) })
