@@ -14,7 +14,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/fake"
+	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 
 	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/workload"
@@ -349,7 +351,27 @@ func runStuck(t *testing.T, c stuckCase, seed int64) (cycle.Result, []Target, st
 	if len(res.Cycles) != cfg.Cycles {
 		t.Fatalf("%d cycles, want %d", len(res.Cycles), cfg.Cycles)
 	}
-	return res, plan, stuck, f.deletions()
+	return res, plan, stuck, dispatched(t, res, f)
+}
+
+// dispatched is the run's deletions in the order the dispatcher started
+// them (their cycles' DeletedAt): the dispatch rule's order. The deletes
+// themselves run concurrently, so the API may apply two started together
+// in either order; it must have applied each one.
+func dispatched(t *testing.T, res cycle.Result, f *fakeStatefulSets) []string {
+	t.Helper()
+	started := slices.Clone(res.Cycles)
+	started = slices.DeleteFunc(started, func(c cycle.Cycle) bool { return c.DeletedAt.IsZero() })
+	slices.SortStableFunc(started, func(a, b cycle.Cycle) int { return a.DeletedAt.Compare(b.DeletedAt) })
+	var out []string
+	for _, c := range started {
+		out = append(out, c.Pod)
+	}
+	applied := f.deletions()
+	if !slices.Equal(slices.Sorted(slices.Values(out)), slices.Sorted(slices.Values(applied))) {
+		t.Fatalf("cycles started deletions of %v, the API applied %v", out, applied)
+	}
+	return out
 }
 
 // (b) A pod that is not ready for its next cycle (its last replacement not
@@ -539,7 +561,83 @@ func TestRunConcurrentCycles(t *testing.T) {
 	if overlap {
 		t.Error("a pod was deleted again before its replacement existed")
 	}
-	checkDeferrals(t, res, planIndices(t, plan, f.deletions()))
+	checkDeferrals(t, res, planIndices(t, plan, dispatched(t, res, f)))
+}
+
+// slowDeletes makes every pod delete wait until `want` deletes are in
+// progress together (or a second has passed), and records the most seen.
+type slowDeletes struct {
+	kubernetes.Interface
+	want int
+
+	mu         sync.Mutex
+	inProgress int
+	most       int
+	all        chan struct{} // closed when want are in progress
+}
+
+type slowDeletesCore struct {
+	typedcorev1.CoreV1Interface
+	s *slowDeletes
+}
+
+type slowDeletesPods struct {
+	typedcorev1.PodInterface
+	s *slowDeletes
+}
+
+func (s *slowDeletes) CoreV1() typedcorev1.CoreV1Interface {
+	return slowDeletesCore{s.Interface.CoreV1(), s}
+}
+
+func (c slowDeletesCore) Pods(ns string) typedcorev1.PodInterface {
+	return slowDeletesPods{c.CoreV1Interface.Pods(ns), c.s}
+}
+
+func (p slowDeletesPods) Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error {
+	s := p.s
+	s.mu.Lock()
+	s.inProgress++
+	s.most = max(s.most, s.inProgress)
+	if s.inProgress == s.want {
+		close(s.all)
+	}
+	s.mu.Unlock()
+	t := time.NewTimer(time.Second)
+	select {
+	case <-s.all:
+	case <-t.C:
+	}
+	t.Stop()
+	err := p.PodInterface.Delete(ctx, name, opts)
+	s.mu.Lock()
+	s.inProgress--
+	s.mu.Unlock()
+	return err
+}
+
+// The dispatcher does not wait for a delete's response before it starts the
+// next cycle: with four slots, four deletes are in progress together. (It
+// did wait once, which capped the churn at one cycle per API round trip.)
+func TestRunDeletesDoNotWaitForEachOther(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cfg := Config{Namespace: "ns", Targets: targets(4), Cycles: 4, Seed: 1, Concurrency: 4, CycleTimeout: 10 * time.Second}
+	f, pods := newFakeStatefulSets(ctx, t, cfg.Targets, nil, nil)
+	slow := &slowDeletes{Interface: f.client, want: cfg.Concurrency, all: make(chan struct{})}
+	res, err := Run(ctx, slow, pods, cfg)
+	if err != nil || len(res.Cycles) != cfg.Cycles {
+		t.Fatalf("err %v, %d of %d cycles", err, len(res.Cycles), cfg.Cycles)
+	}
+	for _, c := range res.Cycles {
+		if c.Outcome != cycle.Running {
+			t.Errorf("cycle %d (%s): %s %s", c.Index, c.Pod, c.Outcome, c.Error)
+		}
+	}
+	if slow.most != cfg.Concurrency {
+		t.Errorf("at most %d deletes in progress together, want %d (one per free slot)", slow.most, cfg.Concurrency)
+	}
+	checkDeferrals(t, res, planIndices(t, Plan(cfg), dispatched(t, res, f)))
 }
 
 func TestRunInterruptedKeepsFinishedCycles(t *testing.T) {
