@@ -15,6 +15,8 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/usage"
 	"github.com/strandlab/strandlab/internal/workload"
 	"github.com/strandlab/strandlab/manifests"
 )
@@ -124,12 +126,39 @@ func TestVolumeThroughRealKubelet(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// What the cycle cost, from the nodes' control groups, as the
+			// runner reads it around a churn (docs/performance.md).
+			sampler, ok := s.Provider.Cluster().(cluster.UsageSampler)
+			if !ok {
+				t.Fatal("the kind cluster does not sample its components' usage")
+			}
+			before, err := sampler.SampleUsage(ctx)
+			if err != nil {
+				t.Fatalf("sample usage before the cycle: %v", err)
+			}
 			if err := client.CoreV1().Pods(ns).Delete(ctx, name, metav1.DeleteOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			pod := waitRunning(ctx, t, client, ns, name)
 			if pod.UID == old.UID {
 				t.Errorf("pod %s was not replaced", name)
+			}
+			after, err := sampler.SampleUsage(ctx)
+			if err != nil {
+				t.Fatalf("sample usage after the cycle: %v", err)
+			}
+			cpu := usage.CPU(before, after)
+			t.Logf("CPU seconds of the cycle by component: %v", cpu)
+			for _, c := range []string{"kubelet", "containerd", "kube-apiserver", "etcd", "kube-controller-manager", "csi-driver", "csi-attacher"} {
+				if cpu[c] <= 0 {
+					t.Errorf("component %s: %v CPU seconds in a cycle that deleted, detached, attached and started a pod; want > 0 (all: %v)", c, cpu[c], cpu)
+				}
+			}
+			if _, ok := cpu["workload"]; !ok {
+				t.Errorf("no workload figure: %v", cpu)
+			}
+			if mem := usage.Memory(after); mem["kubelet"].Processes != nodeCount+1 || mem["kubelet"].MaxProcessMiB <= 0 {
+				t.Errorf("kubelet memory: %+v; want a peak for each of the %d nodes' kubelets", mem["kubelet"], nodeCount+1)
 			}
 			return ctx
 		}).

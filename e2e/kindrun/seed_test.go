@@ -94,6 +94,15 @@ func runSeed(t *testing.T, root, bin string, seed int) report.Build {
 	if fix.Stranded != 0 || fix.SafetyViolations != 0 || fix.Cycles != 1 {
 		t.Fatalf("seed %d: fix: %d cycles, %d stranded, %d safety violations; want 1, 0, 0", seed, fix.Cycles, fix.Stranded, fix.SafetyViolations)
 	}
+	// Every kind report has what a cycle cost by component, the real
+	// kubelet's included, read from the nodes' control groups.
+	for _, b := range rep.Builds {
+		for _, c := range []string{"kubelet", "containerd", "kube-apiserver", "apiproxy", "harness"} {
+			if b.CPUSecondsPerCycle[c] <= 0 {
+				t.Errorf("seed %d: build %s: cpu_seconds_per_cycle[%s] = %v, want > 0 (all: %v)", seed, b.Name, c, b.CPUSecondsPerCycle[c], b.CPUSecondsPerCycle)
+			}
+		}
+	}
 	if err != nil && stock.Stranded != 0 {
 		t.Fatalf("seed %d: --check failed although stock stranded\n%s", seed, tail(string(output), 30))
 	}

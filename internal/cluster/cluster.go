@@ -14,6 +14,7 @@ import (
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/pinning"
 	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/usage"
 )
 
 // Spec is what the harness asks of a cluster.
@@ -184,6 +185,15 @@ type ComponentLister interface {
 type ProcessLister interface {
 	// Processes are the components' running processes.
 	Processes() []Process
+}
+
+// UsageSampler is a cluster that reads its components' accounting itself
+// (the kind provider: its node containers' control groups, on this
+// machine): what each component has used so far, as samples the runner
+// takes around the churn like ProcessLister's (docs/performance.md). An
+// error means no figures for this reading, not a failed run.
+type UsageSampler interface {
+	SampleUsage(ctx context.Context) ([]usage.Sample, error)
 }
 
 // Process is one running process of a component.

@@ -34,6 +34,8 @@ var rules = []struct {
 		[]string{"k8s.io/client-go", "k8s.io/kubernetes", "github.com/strandlab/strandlab/tools/", module + "internal/"}},
 	{"internal/usage", "resource figures are arithmetic on samples: no /proc, no API, no metrics library",
 		[]string{"k8s.io/", "sigs.k8s.io/", "github.com/", "gonum.org/", "google.golang.org/", module}},
+	{"internal/cgroupstat", "control groups are read from the cgroup filesystem: no API client, no Docker, nothing of strandlab's",
+		[]string{"k8s.io/", "sigs.k8s.io/", "gonum.org/", module}},
 	{"internal/apfcount", "the per-client FlowSchemas are planned and counted from data; the local provider makes the API calls",
 		[]string{"k8s.io/client-go", module + "internal/cluster", "github.com/prometheus/procfs"}},
 	{"internal/report", "the report is the JSON contract plus renderers",

@@ -12,12 +12,14 @@ import (
 )
 
 // meter reads what a build costs around its churn (docs/performance.md):
-// the CPU time and peak memory of the cluster's processes and of the
-// harness itself, when the cluster's processes are on this machine, and
-// the API server's requests per client, when it tells clients apart.
+// the CPU time and peak memory of the cluster's components and of the
+// harness itself, when the cluster's processes are on this machine or it
+// samples its components itself (kind's control groups), and the API
+// server's requests per client, when it tells clients apart.
 type meter struct {
-	procs cluster.ProcessLister     // nil: no CPU or memory figures
-	api   cluster.APIRequestCounter // nil: no requests per client
+	procs   cluster.ProcessLister     // nil: not processes of this machine
+	sampler cluster.UsageSampler      // nil: does not sample itself
+	api     cluster.APIRequestCounter // nil: no requests per client
 }
 
 // reading is one meter reading.
@@ -32,6 +34,7 @@ type reading struct {
 func newMeter(c cluster.Cluster, requestsByClient bool) meter {
 	var m meter
 	m.procs, _ = c.(cluster.ProcessLister)
+	m.sampler, _ = c.(cluster.UsageSampler)
 	if requestsByClient {
 		m.api, _ = c.(cluster.APIRequestCounter)
 	}
@@ -52,6 +55,15 @@ func (m meter) read(ctx context.Context) reading {
 			}
 			r.samples = append(r.samples, s)
 		}
+	}
+	if m.sampler != nil {
+		samples, err := m.sampler.SampleUsage(ctx)
+		if err != nil {
+			klog.ErrorS(err, "The cluster's components' CPU time and memory not read")
+		}
+		r.samples = append(r.samples, samples...)
+	}
+	if len(r.samples) > 0 {
 		if self, err := procstat.Self(); err == nil {
 			r.samples = append(r.samples, self)
 		} else {
@@ -71,7 +83,7 @@ func (m meter) read(ctx context.Context) reading {
 
 // apply puts the figures of the churn between before and after into b.
 func (m meter) apply(b *report.Build, before, after reading) {
-	if m.procs != nil && len(after.samples) > 0 {
+	if len(before.samples) > 0 && len(after.samples) > 0 {
 		report.AddUsage(b, usage.CPU(before.samples, after.samples), usage.Memory(after.samples))
 	}
 	if before.requests != nil && after.requests != nil {

@@ -1,8 +1,11 @@
-// Package usage turns samples of processes' own accounting (CPU time, peak
-// resident memory) taken before and after a churn into per-component
-// figures: the CPU seconds each component spent in the window and its peak
-// memory. It is pure: the samples come from internal/procstat (or a test),
-// so the arithmetic is tested without any process (docs/performance.md).
+// Package usage turns samples of components' own accounting (CPU time, peak
+// memory) taken before and after a churn into per-component figures: the
+// CPU seconds each component spent in the window and its peak memory. A
+// sample is one process (internal/procstat: the local provider's
+// components, the harness) or one control group (internal/cgroupstat: the
+// kind provider's containers and node services). It is pure: the samples
+// come from those packages (or a test), so the arithmetic is tested without
+// any process (docs/performance.md).
 package usage
 
 import (
@@ -13,21 +16,42 @@ import (
 // Harness is the component name of the strandlab process itself.
 const Harness = "harness"
 
-// Sample is one process's accounting at one instant.
+// Sample is one process's or one control group's accounting at one
+// instant.
 type Sample struct {
 	// Name is the process's name as its cluster knows it (e.g.
 	// "kubelet-sim-node-3"); ComponentOf groups names into components.
 	Name string
-	PID  int
+	// Component, when set, is the component the sample belongs to, and
+	// ComponentOf's grouping by name is not used (a cgroup sampler knows
+	// it: "kubelet" for every node's kubelet.service).
+	Component string
+	// Cgroup identifies a control group's sample across samples (its
+	// path), in place of PID and StartTicks: a container started again has
+	// a new cgroup, and its counters start from 0.
+	Cgroup string
+	PID    int
 	// StartTicks is when the process started (clock ticks after boot): with
 	// PID it tells a process from a later one that reuses its PID.
 	StartTicks uint64
 	// CPUSeconds is the CPU time the process has used since it started,
 	// user plus system, its own threads only (not its reaped children:
-	// the harness's children are the components, counted on their own).
+	// the harness's children are the components, counted on their own);
+	// for a control group, what its tasks and its descendants' used since
+	// it was created.
 	CPUSeconds float64
-	// PeakRSSBytes is the process's peak resident set size so far (VmHWM).
+	// PeakRSSBytes is the process's peak resident set size so far (VmHWM);
+	// for a control group, its peak memory usage (page cache included),
+	// 0 when the kernel does not keep one.
 	PeakRSSBytes uint64
+}
+
+// component is the component s belongs to.
+func (s Sample) component() string {
+	if s.Component != "" {
+		return s.Component
+	}
+	return ComponentOf(s.Name)
 }
 
 // groups are the components that run as several processes, by the prefix
@@ -47,11 +71,14 @@ func ComponentOf(name string) string {
 	return name
 }
 
-// key identifies one process across samples.
+// key identifies one process or control group across samples.
 type key struct {
-	pid   int
-	start uint64
+	pid    int
+	start  uint64
+	cgroup string
 }
+
+func keyOf(s Sample) key { return key{s.PID, s.StartTicks, s.Cgroup} }
 
 // CPU is the CPU seconds each component used between the before and after
 // samples. A process in both counts its difference; a process only in
@@ -62,15 +89,15 @@ type key struct {
 func CPU(before, after []Sample) map[string]float64 {
 	prev := map[key]float64{}
 	for _, s := range before {
-		prev[key{s.PID, s.StartTicks}] = s.CPUSeconds
+		prev[keyOf(s)] = s.CPUSeconds
 	}
 	out := map[string]float64{}
 	for _, s := range after {
 		d := s.CPUSeconds
-		if p, ok := prev[key{s.PID, s.StartTicks}]; ok {
+		if p, ok := prev[keyOf(s)]; ok {
 			d -= p
 		}
-		out[ComponentOf(s.Name)] += max(d, 0)
+		out[s.component()] += max(d, 0)
 	}
 	return out
 }
@@ -89,11 +116,16 @@ type Peak struct {
 const mib = 1 << 20
 
 // Memory is each component's peak memory from one set of samples (taken
-// at the end of the churn: VmHWM only grows).
+// at the end of the churn: VmHWM only grows). A control group with no peak
+// (a derived figure, or a kernel that keeps none) says nothing of its
+// memory and is left out.
 func Memory(samples []Sample) map[string]Peak {
 	out := map[string]Peak{}
 	for _, s := range samples {
-		c := ComponentOf(s.Name)
+		if s.Cgroup != "" && s.PeakRSSBytes == 0 {
+			continue
+		}
+		c := s.component()
 		p := out[c]
 		m := float64(s.PeakRSSBytes) / mib
 		p.SumMiB += m

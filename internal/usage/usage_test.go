@@ -60,6 +60,30 @@ func TestCPU(t *testing.T) {
 			want:   map[string]float64{"apiproxy": 0},
 		},
 		{
+			name: "control groups are told apart by path, grouped by their stated component",
+			before: []Sample{
+				{Name: "kind-worker/kubelet.service", Component: "kubelet", Cgroup: "/docker/a/system.slice/kubelet.service", CPUSeconds: 5},
+				{Name: "kind-worker2/kubelet.service", Component: "kubelet", Cgroup: "/docker/b/system.slice/kubelet.service", CPUSeconds: 9},
+			},
+			after: []Sample{
+				{Name: "kind-worker/kubelet.service", Component: "kubelet", Cgroup: "/docker/a/system.slice/kubelet.service", CPUSeconds: 7},
+				{Name: "kind-worker2/kubelet.service", Component: "kubelet", Cgroup: "/docker/b/system.slice/kubelet.service", CPUSeconds: 10},
+			},
+			want: map[string]float64{"kubelet": 3},
+		},
+		{
+			name:   "a container started again has a new cgroup and counts all of its time",
+			before: []Sample{{Name: "kube-system/etcd/etcd", Component: "etcd", Cgroup: "/docker/a/kubepods/pod1/c1", CPUSeconds: 40}},
+			after:  []Sample{{Name: "kube-system/etcd/etcd", Component: "etcd", Cgroup: "/docker/a/kubepods/pod1/c2", CPUSeconds: 2}},
+			want:   map[string]float64{"etcd": 2},
+		},
+		{
+			name:   "a stated component wins over grouping by name",
+			before: []Sample{{Name: "csi-driver-x", Component: "workload", Cgroup: "/x", CPUSeconds: 1}},
+			after:  []Sample{{Name: "csi-driver-x", Component: "workload", Cgroup: "/x", CPUSeconds: 1.5}},
+			want:   map[string]float64{"workload": 0.5},
+		},
+		{
 			name: "no samples", want: map[string]float64{},
 		},
 	}
@@ -79,11 +103,16 @@ func TestMemory(t *testing.T) {
 		{Name: "kubelet-sim-node-2", PeakRSSBytes: 50 * mib},
 		{Name: "kubelet-sim-node-3", PeakRSSBytes: 20 * mib},
 		{Name: Harness, PeakRSSBytes: mib / 2},
+		{Name: "w1/kubelet.service", Component: "kubelet", Cgroup: "w1:/system.slice/kubelet.service", PeakRSSBytes: 60 * mib},
+		{Name: "w2/kubelet.service", Component: "kubelet", Cgroup: "w2:/system.slice/kubelet.service", PeakRSSBytes: 70 * mib},
+		// a derived cgroup figure with no peak says nothing of memory
+		{Name: "w1/workload", Component: "workload", Cgroup: "w1:workload"},
 	})
 	want := map[string]Peak{
 		"etcd":        {SumMiB: 100, MaxProcessMiB: 100, Processes: 1},
 		"kubelet-sim": {SumMiB: 100, MaxProcessMiB: 50, Processes: 3},
 		Harness:       {SumMiB: 0.5, MaxProcessMiB: 0.5, Processes: 1},
+		"kubelet":     {SumMiB: 130, MaxProcessMiB: 70, Processes: 2},
 	}
 	if !maps.Equal(got, want) {
 		t.Errorf("Memory = %v, want %v", got, want)

@@ -69,6 +69,7 @@ var (
 	_ cluster.ControllerBuildRunner = (*Provider)(nil)
 	_ cluster.StateDirCluster       = (*Cluster)(nil)
 	_ cluster.ProxiedCluster        = (*Cluster)(nil)
+	_ cluster.UsageSampler          = (*Cluster)(nil)
 )
 
 func (p *Provider) Name() string { return "kind" }
@@ -215,6 +216,7 @@ type Cluster struct {
 	proxyAdmin string // http://127.0.0.1:port of the proxy's admin server, if any
 	outputDir  string // the run's output: the nodes' logs are saved there at Stop
 	logsSaved  bool
+	usage      usageSampler // SampleUsage's state
 
 	stopOnce sync.Once
 	stopErr  error
