@@ -53,12 +53,15 @@ e2e: binaries ## run SCENARIO on a local cluster and write the report (vars: SCE
 soak: ## run the long scenario (scenarios/soak.yaml)
 	@$(MAKE) --no-print-directory e2e SCENARIO=scenarios/soak.yaml
 
-# make bench (docs/performance.md): cycles per profile.
+# make bench (docs/performance.md): cycles per profile; BENCH_SCENARIOS
+# replaces the two soak profiles (comma-separated files).
 BENCH_CYCLES ?= 1000
+BENCH_SCENARIOS ?=
 
 .PHONY: bench
-bench: binaries ## what a cycle costs: the soak's load without and with its faults, stock, BENCH_CYCLES cycles each (default 1000); writes _output/bench/<run>/bench.json
-	@$(BIN)/strandlab bench --cycles $(BENCH_CYCLES) --output $(OUTPUT)
+bench: binaries ## what a cycle costs: the soak's load without and with its faults, stock, BENCH_CYCLES cycles each (default 1000; PROVIDER=kind, BENCH_SCENARIOS=<files>); writes _output/bench/<run>/bench.json
+	@$(BIN)/strandlab bench --cycles $(BENCH_CYCLES) --output $(OUTPUT) \
+	  $(if $(PROVIDER),--provider $(PROVIDER)) $(if $(BENCH_SCENARIOS),--scenario $(BENCH_SCENARIOS))
 
 .PHONY: test
 test: lint binaries ## run all tests: lint, unit tests, e2e-framework suites (local provider; kind too when Docker runs)

@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/cluster/kind"
 	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/kcmbuild"
 	"github.com/strandlab/strandlab/internal/report"
@@ -41,6 +42,7 @@ func benchCommand() *cobra.Command {
 	var (
 		cycles    int
 		output    string
+		provider  string
 		scenarios []string
 	)
 	cmd := &cobra.Command{
@@ -48,36 +50,48 @@ func benchCommand() *cobra.Command {
 		Short: "Measure what a churn cycle costs: CPU per component, memory, API requests per client, cycles/s",
 		Long: `Run the soak's load with the stock controller, once without faults
 (scenarios/soak-control.yaml) and once with the soak's faults
-(scenarios/soak.yaml), --cycles cycles each, on the local provider, and
-summarise what a cycle costs: cycles/s, CPU seconds per cycle per component
-(and the harness's share), the cores busy on average, peak memory per
-component and API requests per cycle per client.
+(scenarios/soak.yaml), --cycles cycles each, on the local provider (or
+--provider kind: real kubelets, each component's CPU read from the node
+containers' control groups), and summarise what a cycle costs: cycles/s,
+CPU seconds per cycle per component (and the harness's share), the cores
+busy on average, peak memory per component and API requests per cycle per
+client (local only).
 
 Writes <output>/bench/<run-id>/: bench.json and bench.md (the table), and
 the runs' reports under reports/. Prints the table, then bench.json's path
 as the last line. Exit status as run's: 0 when the runs completed, 130 when
 interrupted (what was measured is written), 1 when the harness failed.`,
 		Example: `  strandlab bench
-  strandlab bench --cycles 500`,
+  strandlab bench --cycles 500
+  strandlab bench --provider kind --scenario scenarios/kind/soak-control.yaml --cycles 500`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cycles < 1 {
 				return fmt.Errorf("--cycles: %d, want at least 1", cycles)
 			}
-			return bench(cmd.Context(), benchOptions{cycles: cycles, output: output, scenarios: scenarios,
+			if !slices.Contains(benchProviders, provider) {
+				return fmt.Errorf("--provider: %q, want one of %s (an existing cluster's components are not measured)", provider, strings.Join(benchProviders, ", "))
+			}
+			return bench(cmd.Context(), benchOptions{cycles: cycles, output: output, provider: provider, scenarios: scenarios,
 				command: "strandlab " + strings.Join(os.Args[1:], " ")}, os.Stdout, os.Stderr)
 		},
 	}
 	f := cmd.Flags()
 	f.IntVar(&cycles, "cycles", 1000, "cycles per profile (make bench: BENCH_CYCLES)")
 	f.StringVar(&output, "output", "_output", "output directory (relative to the repository root)")
+	f.StringVar(&provider, "provider", "local", "the cluster provider the profiles run on: "+strings.Join(benchProviders, " or ")+" (make bench: PROVIDER)")
 	f.StringSliceVar(&scenarios, "scenario", benchScenarios, "the profiles: scenario files, comma-separated or repeated")
 	return cmd
 }
 
+// benchProviders are the providers whose components' CPU the bench can
+// read: local's processes, kind's control groups.
+var benchProviders = []string{"local", "kind"}
+
 type benchOptions struct {
 	cycles    int
 	output    string
+	provider  string // "" is local
 	scenarios []string
 	command   string
 }
@@ -98,13 +112,20 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error 
 		return err
 	}
 	started := time.Now().UTC()
-	b := Bench{RunID: report.RunID(started, "bench"), Command: strings.TrimSpace(o.command), Commit: gitCommit(root),
+	provider := o.provider
+	if provider == "" {
+		provider = "local"
+	}
+	b := Bench{RunID: report.RunID(started, "bench"), Command: strings.TrimSpace(o.command), Commit: gitCommit(root), Provider: provider,
 		Machine: Machine{CPUs: runtime.NumCPU(), OS: runtime.GOOS, Arch: runtime.GOARCH}, Cycles: o.cycles, StartedAt: started}
 	dir := filepath.Join(out, "bench", b.RunID)
-	opts := runner.Options{Builds: []string{kcmbuild.Stock}, Cycles: o.cycles, OutputDir: dir, RepoRoot: root, Progress: stderr, RequestsByClient: true}
-	// The profiles are local-provider scenarios: only the local provider
-	// has the processes whose CPU is measured.
-	opts.Providers = cluster.NewRegistry(&local.Provider{RepoRoot: root, Progress: stderr})
+	// Every profile runs on the chosen provider, whatever its file says,
+	// so that one file measures both providers.
+	opts := runner.Options{Builds: []string{kcmbuild.Stock}, Cycles: o.cycles, OutputDir: dir, RepoRoot: root, Progress: stderr,
+		RequestsByClient: true, Provider: provider}
+	// Only providers whose components' CPU can be read (benchProviders).
+	opts.Providers = cluster.NewRegistry(&local.Provider{RepoRoot: root, Progress: stderr},
+		&kind.Provider{RepoRoot: root, Progress: stderr, NodeImage: os.Getenv(kind.NodeImageEnv)})
 	prepared := make([]*scenario.Scenario, len(o.scenarios))
 	for i, path := range o.scenarios {
 		po := opts
@@ -172,8 +193,10 @@ func gitCommit(root string) string {
 type Bench struct {
 	RunID string `json:"run_id"`
 	// Command is how the bench was run; Commit the checkout's commit.
-	Command    string    `json:"command"`
-	Commit     string    `json:"commit,omitempty"`
+	Command string `json:"command"`
+	Commit  string `json:"commit,omitempty"`
+	// Provider is the cluster provider every profile ran on.
+	Provider   string    `json:"provider,omitempty"`
 	Machine    Machine   `json:"machine"`
 	Cycles     int       `json:"cycles"`
 	Profiles   []Profile `json:"profiles"`
@@ -255,8 +278,8 @@ func writeBench(b Bench, dir string) (string, error) {
 	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 		return "", err
 	}
-	md := fmt.Sprintf("# strandlab bench %s\n\n- command: `%s`\n- commit: %s\n- machine: %d CPUs, %s/%s\n\n%s",
-		b.RunID, b.Command, orDash(b.Commit), b.Machine.CPUs, b.Machine.OS, b.Machine.Arch, BenchTable(b))
+	md := fmt.Sprintf("# strandlab bench %s\n\n- command: `%s`\n- commit: %s\n- provider: %s\n- machine: %d CPUs, %s/%s\n\n%s",
+		b.RunID, b.Command, orDash(b.Commit), orDash(b.Provider), b.Machine.CPUs, b.Machine.OS, b.Machine.Arch, BenchTable(b))
 	return path, os.WriteFile(filepath.Join(dir, "bench.md"), []byte(md), 0o644)
 }
 

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"io"
 	"math"
 	"os"
 	"path/filepath"
@@ -94,7 +95,7 @@ func TestBenchTable(t *testing.T) {
 
 func TestWriteBench(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "bench", "20261201-120000-bench")
-	b := Bench{RunID: "20261201-120000-bench", Command: "strandlab bench --cycles 500", Commit: "efae87b00000", Machine: Machine{CPUs: 2, OS: "linux", Arch: "amd64"},
+	b := Bench{RunID: "20261201-120000-bench", Command: "strandlab bench --cycles 500", Commit: "efae87b00000", Provider: "kind", Machine: Machine{CPUs: 2, OS: "linux", Arch: "amd64"},
 		Cycles: 500, Profiles: []Profile{profileOf("scenarios/soak.yaml", "reports/x/report.json", benchReport("soak", true, true))}}
 	path, err := writeBench(b, dir)
 	if err != nil {
@@ -119,9 +120,30 @@ func TestWriteBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, w := range []string{"- command: `strandlab bench --cycles 500`", "- commit: efae87b00000", "- machine: 2 CPUs, linux/amd64", "| cores busy | 1.60 |"} {
+	for _, w := range []string{"- command: `strandlab bench --cycles 500`", "- commit: efae87b00000", "- provider: kind", "- machine: 2 CPUs, linux/amd64", "| cores busy | 1.60 |"} {
 		if !strings.Contains(string(md), w) {
 			t.Errorf("bench.md lacks %q:\n%s", w, md)
+		}
+	}
+}
+
+// TestBenchFlags: a bad --cycles or --provider is refused, naming the
+// flag, before anything runs.
+func TestBenchFlags(t *testing.T) {
+	for _, tc := range []struct {
+		args    []string
+		wantErr string
+	}{
+		{[]string{"--cycles", "0"}, "--cycles: 0"},
+		{[]string{"--provider", "existing"}, `--provider: "existing", want one of local, kind`},
+		{[]string{"--provider", "kindd"}, `--provider: "kindd"`},
+	} {
+		cmd := benchCommand()
+		cmd.SetArgs(tc.args)
+		cmd.SetOut(io.Discard)
+		cmd.SetErr(io.Discard)
+		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+			t.Errorf("bench %v: error %v, want it to contain %q", tc.args, err, tc.wantErr)
 		}
 	}
 }
