@@ -243,7 +243,9 @@ func Classify(p string) Role {
 			return classifyPods(parts[i+1:])
 		}
 	}
-	if len(parts) == 2 && parts[0] == "system.slice" && (parts[1] == "kubelet.service" || parts[1] == "containerd.service") {
+	// kind puts kubelet.service in kubelet.slice (beside the pods), and
+	// containerd.service in system.slice.
+	if len(parts) == 2 && strings.HasSuffix(parts[0], ".slice") && (parts[1] == "kubelet.service" || parts[1] == "containerd.service") {
 		return Role{Unit: parts[1]}
 	}
 	return Role{}

@@ -23,7 +23,9 @@ func TestClassify(t *testing.T) {
 		"/system.slice/kubelet.service":          {Unit: "kubelet.service"},
 		"/system.slice/containerd.service":       {Unit: "containerd.service"},
 		"/system.slice/systemd-journald.service": {},
-		"/kubelet.service":                       {}, // not under system.slice
+		"/kubelet.slice/kubelet.service":         {Unit: "kubelet.service"}, // kind's kubelet.service: Slice=kubelet.slice
+		"/kubelet.service":                       {},                        // not in a slice
+		"/system.slice/kubelet.service/x":        {},
 		// cgroupfs driver
 		"/kubepods":                                        {Pods: true},
 		"/kubepods/burstable":                              {},

@@ -57,11 +57,12 @@ func TestAttribute(t *testing.T) {
 	const kp = "/kubelet.slice/kubelet-kubepods.slice"
 	groups := []cgroupstat.Group{
 		{Path: "/", CPUSeconds: 100},
-		{Path: "/system.slice", CPUSeconds: 30},
-		{Path: "/system.slice/kubelet.service", CPUSeconds: 20, PeakMemoryBytes: 80 << 20},
+		{Path: "/system.slice", CPUSeconds: 9},
 		{Path: "/system.slice/containerd.service", CPUSeconds: 8, PeakMemoryBytes: 40 << 20},
 		{Path: "/system.slice/systemd-journald.service", CPUSeconds: 1},
-		{Path: "/kubelet.slice", CPUSeconds: 60},
+		// kind's kubelet.service is in kubelet.slice, beside the pods
+		{Path: "/kubelet.slice", CPUSeconds: 80},
+		{Path: "/kubelet.slice/kubelet.service", CPUSeconds: 20, PeakMemoryBytes: 80 << 20},
 		{Path: kp, CPUSeconds: 60},
 		{Path: kp + "/kubelet-kubepods-burstable.slice", CPUSeconds: 50},
 		{Path: kp + "/kubelet-kubepods-burstable.slice/kubelet-kubepods-burstable-pod" + staticUID + ".slice", CPUSeconds: 40},
@@ -118,7 +119,7 @@ func TestAttributeCumulative(t *testing.T) {
 	at := func(root, kubelet, podsRoot, etcd float64) []usage.Sample {
 		return attribute("cp", []cgroupstat.Group{
 			{Path: "/", CPUSeconds: root},
-			{Path: "/system.slice/kubelet.service", CPUSeconds: kubelet},
+			{Path: "/kubelet.slice/kubelet.service", CPUSeconds: kubelet},
 			{Path: "/kubepods", CPUSeconds: podsRoot},
 			{Path: "/kubepods/burstable/pod" + staticUID, CPUSeconds: etcd},
 			{Path: "/kubepods/burstable/pod" + staticUID + "/" + cid('1'), CPUSeconds: etcd},
