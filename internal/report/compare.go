@@ -212,7 +212,8 @@ func writeResources(b *bytes.Buffer, builds []Build) {
 		return
 	}
 	b.WriteString("\n## Peak memory (MiB) by component\n\nThe sum of the component's processes' peak resident memory " +
-		"at the end of the churn (an upper bound of the component's peak), and for several processes the largest one's.\n\n")
+		"at the end of the churn (an upper bound of the component's peak), and for several processes the largest one's. " +
+		"On kind a \"process\" is a control group (a container or a node's kubelet or containerd), whose peak counts page cache too.\n\n")
 	b.WriteString("| component |")
 	for _, bld := range builds {
 		fmt.Fprintf(b, " %s |", mdCell(bld.Name))

@@ -90,8 +90,10 @@ type Build struct {
 	// CPUSecondsPerCycle is the CPU time each component used during the
 	// churn, per cycle ("harness": strandlab itself), its total over the
 	// components and the harness's share of it; MemoryPeakMiB each
-	// component's peak resident memory at the end of the churn. Absent
-	// when the cluster's processes are not on this machine (AddUsage).
+	// component's peak resident memory at the end of the churn. From the
+	// local provider's processes or the kind provider's control groups;
+	// absent for a cluster whose components cannot be read here
+	// (AddUsage).
 	CPUSecondsPerCycle      map[string]float64    `json:"cpu_seconds_per_cycle,omitempty"`
 	CPUSecondsTotalPerCycle float64               `json:"cpu_seconds_total_per_cycle,omitempty"`
 	HarnessCPUShare         float64               `json:"harness_cpu_share,omitempty"`
