@@ -104,10 +104,12 @@ func hasOption(opts map[string]string, name string) bool {
 }
 
 // below is the directory of cgroup path p within mount m, if m's root
-// holds it.
+// holds it. A node container's systemd moves itself (the container's main
+// process) into init.scope in the hierarchies it manages: the container's
+// group is that scope's parent.
 func below(m *procfs.MountInfo, p string) (string, bool) {
 	root := path.Clean(m.Root)
-	p = path.Clean(p)
+	p = strings.TrimSuffix(path.Clean(p), "/init.scope")
 	if root != "/" {
 		if p != root && !strings.HasPrefix(p, root+"/") {
 			return "", false
@@ -187,6 +189,31 @@ func readCPU(dir string, v2 bool) (float64, error) {
 	}
 	return 0, fmt.Errorf("%s: no usage_usec", filepath.Join(dir, "cpu.stat"))
 }
+
+// Procs are the processes in the group at dir (its cgroup.procs), in any
+// hierarchy: on a cgroup v1 host whose cpuacct hierarchy is mounted apart
+// from cpu, a node's systemd makes its units' groups only in the
+// hierarchies it manages (memory, cpu), so the kubelet's and containerd's
+// CPU is read from their processes instead (docs/performance.md).
+func Procs(dir string) ([]int, error) {
+	b, err := os.ReadFile(filepath.Join(dir, "cgroup.procs"))
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, f := range strings.Fields(string(b)) {
+		pid, err := strconv.Atoi(f)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %q is not a PID", filepath.Join(dir, "cgroup.procs"), f)
+		}
+		pids = append(pids, pid)
+	}
+	return pids, nil
+}
+
+// PeakMemory is the peak memory usage of the group at dir (see
+// readPeakMemory).
+func PeakMemory(dir string, v2 bool) uint64 { return readPeakMemory(dir, v2) }
 
 // readPeakMemory is 0 when the kernel keeps no peak (cgroup v2 before
 // Linux 5.19 has no memory.peak) or the group is gone.

@@ -61,7 +61,7 @@ func TestLocate(t *testing.T) {
 		{MountPoint: "/sys/fs/cgroup/memory", FSType: "cgroup", Root: "/", SuperOptions: map[string]string{"rw": "", "memory": ""}},
 	}
 	v1Groups := []procfs.Cgroup{
-		{HierarchyID: 4, Controllers: []string{"memory"}, Path: dock},
+		{HierarchyID: 4, Controllers: []string{"memory"}, Path: dock + "/init.scope"}, // the node's systemd moved its PID 1 there
 		{HierarchyID: 2, Controllers: []string{"cpuacct"}, Path: dock},
 		{HierarchyID: 1, Controllers: []string{"cpu"}, Path: dock},
 		{HierarchyID: 0, Path: "/"},
@@ -175,4 +175,17 @@ func TestWalk(t *testing.T) {
 			t.Error("Walk of a root without cpuacct.usage: no error")
 		}
 	})
+}
+
+func TestProcs(t *testing.T) {
+	dir := tree(t, map[string]string{"cgroup.procs": "31460\n30466\n", "bad/cgroup.procs": "12\nx\n"})
+	if got, err := Procs(dir); err != nil || !reflect.DeepEqual(got, []int{31460, 30466}) {
+		t.Errorf("Procs = %v, %v", got, err)
+	}
+	if _, err := Procs(filepath.Join(dir, "bad")); err == nil || !strings.Contains(err.Error(), `"x" is not a PID`) {
+		t.Errorf("Procs of a bad file: %v", err)
+	}
+	if _, err := Procs(filepath.Join(dir, "gone")); err == nil {
+		t.Error("Procs of a missing group: no error")
+	}
 }

@@ -128,7 +128,8 @@ type ControllerBuildRunner interface {
 
 // SpecChecker is a provider that refuses some specs outright (the existing
 // provider cannot run a proxy, an extender or a controller build on a
-// cluster it did not create). runner.Prepare calls CheckSpec with the
+// cluster it did not create; kind cannot start more nodes than the Docker
+// host's inotify limit holds). runner.Prepare calls CheckSpec with the
 // spec each build would start with, before any cluster is touched; the
 // error names what is refused by its scenario field.
 type SpecChecker interface {

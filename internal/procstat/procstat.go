@@ -31,6 +31,29 @@ func Self() (usage.Sample, error) {
 	return sample(usage.Harness, p)
 }
 
+// ReadWithReaped samples the process pid like Read, its CPU time counting
+// its reaped children's too (cutime + cstime): a service whose short-lived
+// helpers (mount, iptables, runc) are its children, when no cgroup counts
+// for it (the kind provider on a host whose cpuacct hierarchy systemd does
+// not manage).
+func ReadWithReaped(name string, pid int) (usage.Sample, error) {
+	p, err := procfs.NewProc(pid)
+	if err != nil {
+		return usage.Sample{}, fmt.Errorf("process %s (pid %d): %w", name, pid, err)
+	}
+	s, err := sample(name, p)
+	if err != nil {
+		return s, err
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return usage.Sample{}, fmt.Errorf("process %s (pid %d): %w", name, pid, err)
+	}
+	// procfs's fixed USER_HZ, as CPUTime.
+	s.CPUSeconds += float64(st.CUTime+st.CSTime) / 100
+	return s, nil
+}
+
 func sample(name string, p procfs.Proc) (usage.Sample, error) {
 	st, err := p.Stat()
 	if err != nil {

@@ -3,6 +3,7 @@ package procstat
 import (
 	"crypto/sha256"
 	"os"
+	"os/exec"
 	"runtime"
 	"testing"
 
@@ -70,5 +71,38 @@ func TestReadMissingProcess(t *testing.T) {
 	// PIDs are at most 2^22 on Linux (pid_max's limit).
 	if _, err := Read("gone", 1<<23); err == nil {
 		t.Error("Read of a PID that cannot exist: no error")
+	}
+}
+
+// TestReadWithReapedCountsChildren: a child that used CPU and was waited
+// for counts in ReadWithReaped, not in Read.
+func TestReadWithReapedCountsChildren(t *testing.T) {
+	before, err := ReadWithReaped("self", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A shell loop: CPU in the child, none in this process.
+	cmd := exec.Command("sh", "-c", "i=0; while [ $i -lt 300000 ]; do i=$((i+1)); done")
+	if err := cmd.Run(); err != nil {
+		t.Fatal(err)
+	}
+	child := (cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()).Seconds()
+	if child < 0.05 {
+		t.Skipf("the child used only %.3f s of CPU: too little to tell from ticks", child)
+	}
+	after, err := ReadWithReaped("self", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := Read("self", os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Ticks are 10 ms; the child's time is rounded into them.
+	if got := after.CPUSeconds - before.CPUSeconds; got < child-0.03 {
+		t.Errorf("ReadWithReaped grew by %.3f s around a child that used %.3f s", got, child)
+	}
+	if after.CPUSeconds-own.CPUSeconds < child-0.03 {
+		t.Errorf("ReadWithReaped %.3f s vs Read %.3f s: the child's %.3f s are not the difference", after.CPUSeconds, own.CPUSeconds, child)
 	}
 }

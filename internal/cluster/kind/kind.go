@@ -67,6 +67,7 @@ var (
 	_ cluster.Provider              = (*Provider)(nil)
 	_ cluster.Preparer              = (*Provider)(nil)
 	_ cluster.ControllerBuildRunner = (*Provider)(nil)
+	_ cluster.SpecChecker           = (*Provider)(nil)
 	_ cluster.StateDirCluster       = (*Cluster)(nil)
 	_ cluster.ProxiedCluster        = (*Cluster)(nil)
 	_ cluster.UsageSampler          = (*Cluster)(nil)
@@ -80,6 +81,16 @@ func (p *Provider) NodeImageTag() string { return p.NodeImage }
 // RunsControllerBuilds: Spec.ControllerManager is mounted over the
 // kube-controller-manager static pod's binary (RenderConfig).
 func (p *Provider) RunsControllerBuilds() {}
+
+// CheckSpec refuses, before anything is built or started, a spec this
+// machine cannot start: more nodes than the Docker host's inotify limit
+// holds (checkInotify).
+func (p *Provider) CheckSpec(spec cluster.Spec) error {
+	if err := checkInotify(spec.Nodes); err != nil {
+		return fmt.Errorf("cluster.nodes: %w", err)
+	}
+	return nil
+}
 
 // Available checks that a Docker daemon answers; everything else is built
 // by Prepare.
@@ -235,6 +246,9 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	}
 	if p.NodeImage == "" || p.images == nil {
 		return nil, errors.New("kind provider: no node image (call Prepare first)")
+	}
+	if err := p.CheckSpec(spec); err != nil {
+		return nil, fmt.Errorf("kind provider: %w", err)
 	}
 	if spec.ControllerManager != "" {
 		if st, err := os.Stat(spec.ControllerManager); err != nil || !st.Mode().IsRegular() {

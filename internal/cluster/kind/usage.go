@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -12,8 +13,10 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/klog/v2"
 
 	"github.com/strandlab/strandlab/internal/cgroupstat"
+	"github.com/strandlab/strandlab/internal/procstat"
 	"github.com/strandlab/strandlab/internal/usage"
 	"github.com/strandlab/strandlab/internal/workload"
 )
@@ -86,13 +89,73 @@ func (c *Cluster) SampleUsage(ctx context.Context) ([]usage.Sample, error) {
 	sort.Strings(names)
 	var out []usage.Sample
 	for _, node := range names {
-		groups, err := cgroupstat.Walk(s.nodes[node])
+		dirs := s.nodes[node]
+		groups, err := cgroupstat.Walk(dirs)
 		if err != nil {
 			return nil, fmt.Errorf("sample the kind nodes' usage: node %s: %w", node, err)
 		}
-		out = append(out, attribute(node, groups, pods)...)
+		var units []usage.Sample
+		if !hasUnits(groups) {
+			units = unitProcesses(node, dirs)
+		}
+		out = append(out, attribute(node, groups, pods, units)...)
 	}
 	return out, nil
+}
+
+// nodeUnits are the node's services measured by component, as the
+// kubelet's cgroup paths inside a kind node name them.
+var nodeUnits = []string{"/kubelet.slice/kubelet.service", "/system.slice/containerd.service"}
+
+// hasUnits: the CPU hierarchy has the node's units' groups (cgroup v2, or
+// v1 with cpu and cpuacct mounted together, which the node's systemd
+// manages).
+func hasUnits(groups []cgroupstat.Group) bool {
+	for _, g := range groups {
+		if cgroupstat.Classify(g.Path).Unit != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// unitProcesses reads the kubelet's and containerd's CPU from their
+// processes (their own and their reaped children's time), found in the
+// memory hierarchy, where the node's systemd does make their groups: on a
+// cgroup v1 host whose cpuacct hierarchy is mounted apart from cpu, systemd
+// does not manage cpuacct and every service's time is in the node's root
+// group. A process that exits takes its time with it: containerd's shims
+// are not its children, and an exited shim's time shows in node-system
+// (docs/performance.md). Besides one sample per process (a process is a
+// PID and start time, as on local), one per unit carries its group's
+// memory peak.
+func unitProcesses(node string, dirs cgroupstat.Dirs) []usage.Sample {
+	if dirs.Memory == "" || dirs.V2 {
+		return nil
+	}
+	var out []usage.Sample
+	for _, unit := range nodeUnits {
+		component := strings.TrimSuffix(unit[strings.LastIndex(unit, "/")+1:], ".service")
+		dir := filepath.Join(dirs.Memory, filepath.FromSlash(unit))
+		pids, err := cgroupstat.Procs(dir)
+		if err != nil {
+			klog.V(2).InfoS("Unit not sampled", "node", node, "unit", unit, "err", err)
+			continue
+		}
+		for _, pid := range pids {
+			p, err := procstat.ReadWithReaped(component, pid)
+			if err != nil {
+				continue // exited since it was listed
+			}
+			p.Name, p.Component, p.Cgroup = node+"/"+component+"/"+strconv.Itoa(pid), component, node+":"+unit+":process"
+			p.PeakRSSBytes = 0 // the unit's group peak below says it
+			out = append(out, p)
+		}
+		if peak := cgroupstat.PeakMemory(dir, false); peak > 0 {
+			out = append(out, usage.Sample{Name: node + "/" + component, Component: component, Cgroup: node + ":" + unit, PeakRSSBytes: peak})
+		}
+	}
+	return out
 }
 
 // nodeCgroup finds the control group of a node container from its main
@@ -157,7 +220,11 @@ func podsByUID(pods []corev1.Pod) map[string]podInfo {
 // caller. The workload's figure and the other derived ones are
 // differences of cumulative counters, so they stay cumulative and
 // usage.CPU's before/after difference holds for them too.
-func attribute(node string, groups []cgroupstat.Group, pods map[string]podInfo) []usage.Sample {
+//
+// units are the kubelet's and containerd's samples when the CPU hierarchy
+// has no groups of theirs (unitProcesses): they are passed through, and
+// their time is taken out of node-system.
+func attribute(node string, groups []cgroupstat.Group, pods map[string]podInfo, units []usage.Sample) []usage.Sample {
 	var (
 		out                       []usage.Sample
 		root, kubelet, containerd float64
@@ -167,6 +234,14 @@ func attribute(node string, groups []cgroupstat.Group, pods map[string]podInfo) 
 		haveRoot, havePods        bool
 	)
 	id := func(what string) string { return node + ":" + what }
+	for _, u := range units {
+		if u.Component == "kubelet" {
+			kubelet += u.CPUSeconds
+		} else {
+			containerd += u.CPUSeconds
+		}
+	}
+	out = append(out, units...)
 	for _, g := range groups {
 		if g.Path == "/" {
 			root, haveRoot = g.CPUSeconds, true

@@ -77,7 +77,7 @@ func TestAttribute(t *testing.T) {
 		{Path: kp + "/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-podaaaaaaaa_bbbb_cccc_dddd_eeeeeeeeeeee.slice/cri-containerd-" + cid('5') + ".scope", CPUSeconds: 2},
 		{Path: kp + "/kubelet-kubepods-besteffort.slice/kubelet-kubepods-besteffort-pod99999999_8888_7777_6666_555555555555.slice", CPUSeconds: 1},
 	}
-	got := attribute("cp", groups, pods)
+	got := attribute("cp", groups, pods, nil)
 	cpu := map[string]float64{}
 	for _, s := range got {
 		if s.Cgroup == "" || s.Cgroup[:3] != "cp:" {
@@ -123,12 +123,41 @@ func TestAttributeCumulative(t *testing.T) {
 			{Path: "/kubepods", CPUSeconds: podsRoot},
 			{Path: "/kubepods/burstable/pod" + staticUID, CPUSeconds: etcd},
 			{Path: "/kubepods/burstable/pod" + staticUID + "/" + cid('1'), CPUSeconds: etcd},
-		}, pods)
+		}, pods, nil)
 	}
 	// In between: kubelet +3, etcd +2, pods come and go for +4, the node +1.
 	got := usage.CPU(at(50, 10, 30, 20), at(60, 13, 36, 22))
 	want := map[string]float64{"kubelet": 3, "etcd": 2, componentWorkload: 4, componentNodeSystem: 1, componentSandbox: 0}
 	if !maps.EqualFunc(got, want, func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }) {
 		t.Errorf("usage.CPU = %v, want %v", got, want)
+	}
+}
+
+// TestAttributeUnitsFromProcesses: on a host whose cpuacct hierarchy the
+// node's systemd does not manage, the kubelet's and containerd's time is
+// in the node's root group; their processes' samples are passed through
+// and taken out of node-system.
+func TestAttributeUnitsFromProcesses(t *testing.T) {
+	units := []usage.Sample{
+		{Name: "w/kubelet/10", Component: "kubelet", Cgroup: "w:/kubelet.slice/kubelet.service:process", PID: 10, StartTicks: 5, CPUSeconds: 12},
+		{Name: "w/containerd/11", Component: "containerd", Cgroup: "w:/system.slice/containerd.service:process", PID: 11, StartTicks: 6, CPUSeconds: 5},
+		{Name: "w/kubelet", Component: "kubelet", Cgroup: "w:/kubelet.slice/kubelet.service", PeakRSSBytes: 90 << 20},
+	}
+	got := attribute("w", []cgroupstat.Group{
+		{Path: "/", CPUSeconds: 40},
+		{Path: "/kubelet", CPUSeconds: 0},
+		{Path: "/kubelet.slice", CPUSeconds: 10},
+		{Path: "/kubelet.slice/kubelet-kubepods.slice", CPUSeconds: 10},
+	}, nil, units)
+	cpu := map[string]float64{}
+	for _, s := range got {
+		cpu[s.Component] += s.CPUSeconds
+	}
+	want := map[string]float64{"kubelet": 12, "containerd": 5, componentWorkload: 10, componentNodeSystem: 40 - 12 - 5 - 10}
+	if !maps.EqualFunc(cpu, want, func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }) {
+		t.Errorf("CPU by component = %v, want %v", cpu, want)
+	}
+	if m := usage.Memory(got)["kubelet"]; m.SumMiB != 90 || m.Processes != 1 {
+		t.Errorf("kubelet memory %+v: want its unit's group peak alone", m)
 	}
 }
