@@ -29,7 +29,9 @@ const (
 	// root).
 	componentWorkload = "workload"
 	// componentSandbox: the pod sandboxes (pause) of the pods that are not
-	// the workload's.
+	// the workload's, and the time of their containers that exited (a
+	// restarted container's earlier instance: its group is gone, its
+	// time stays in its pod's).
 	componentSandbox = "pod-sandbox"
 	// componentNodeSystem: what else the node container runs (systemd,
 	// journald, ...): the node's total less kubelet, containerd and pods.
@@ -186,6 +188,14 @@ func nodeCgroup(ctx context.Context, container string) (cgroupstat.Dirs, error) 
 	return dirs, nil
 }
 
+// componentOfContainer is the component a container's time counts for:
+// its name, but strandlab's static pods' containers (strandlab-apiproxy,
+// strandlab-pin-extender: named so on the control-plane node beside
+// kubeadm's) count as the program they run, as on local.
+func componentOfContainer(name string) string {
+	return strings.TrimPrefix(name, "strandlab-")
+}
+
 // podInfo is what attribute needs of a pod the API lists.
 type podInfo struct {
 	name       string // namespace/name
@@ -274,7 +284,7 @@ func attribute(node string, groups []cgroupstat.Group, pods map[string]podInfo, 
 				continue // the pod's sandbox, or a container gone: in componentSandbox
 			}
 			containerSum[role.PodUID] += g.CPUSeconds
-			out = append(out, usage.Sample{Name: node + "/" + p.name + "/" + name, Component: name, Cgroup: id(g.Path),
+			out = append(out, usage.Sample{Name: node + "/" + p.name + "/" + name, Component: componentOfContainer(name), Cgroup: id(g.Path),
 				CPUSeconds: g.CPUSeconds, PeakRSSBytes: g.PeakMemoryBytes})
 		}
 	}

@@ -51,7 +51,7 @@ func TestPodsByUID(t *testing.T) {
 func TestAttribute(t *testing.T) {
 	pods := map[string]podInfo{
 		staticUID: {name: "kube-system/kube-apiserver-cp", containers: map[string]string{cid('1'): "kube-apiserver"}},
-		csiUID:    {name: "kube-system/strandlab-csi-controller-x", containers: map[string]string{cid('2'): "csi-driver", cid('3'): "csi-attacher"}},
+		csiUID:    {name: "kube-system/strandlab-csi-controller-x", containers: map[string]string{cid('2'): "csi-driver", cid('3'): "strandlab-apiproxy"}},
 		appUID:    {name: "strandlab/web-0", workload: true, containers: map[string]string{cid('5'): "app"}},
 	}
 	const kp = "/kubelet.slice/kubelet-kubepods.slice"
@@ -87,7 +87,8 @@ func TestAttribute(t *testing.T) {
 	}
 	want := map[string]float64{
 		"kubelet": 20, "containerd": 8,
-		"kube-apiserver": 39.5, "csi-driver": 4, "csi-attacher": 1.5,
+		// strandlab's static pod's container counts as the program it runs
+		"kube-apiserver": 39.5, "csi-driver": 4, "apiproxy": 1.5,
 		componentSandbox:    0.5 + 0.5, // the apiserver's sandbox, the CSI pod's 6 - 5.5
 		componentWorkload:   60 - 40 - 6,
 		componentNodeSystem: 100 - 20 - 8 - 60,
