@@ -63,7 +63,7 @@ as the last line. Exit status as run's: 0 when the runs completed, 130 when
 interrupted (what was measured is written), 1 when the harness failed.`,
 		Example: `  strandlab bench
   strandlab bench --cycles 500
-  strandlab bench --provider kind --scenario scenarios/kind/soak-control.yaml --cycles 500`,
+  strandlab bench --provider kind --scenario scenarios/soak-control-kind.yaml --cycles 500`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cycles < 1 {
