@@ -121,16 +121,18 @@ done
 echo "$k8s_version" >"$r/kind/version"
 # One bridge per node; pods of different nodes never talk to each other here
 # (strandlab's in-cluster parts use the host network), so every node may use
-# the same range.
+# the same range. No masquerade and no portmap: no pod sends traffic off its
+# node or maps a host port, and both plugins run iptables on every pod's
+# sandbox set-up and tear-down, which the churn does tens of times a second
+# (docs/performance.md, "kind").
 install -D -m 0644 /dev/stdin "$r/etc/cni/net.d/10-strandlab-bridge.conflist" <<'CNI'
 {
   "cniVersion": "1.0.0",
   "name": "strandlab",
   "plugins": [
-    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": true,
+    {"type": "bridge", "bridge": "cni0", "isGateway": true, "ipMasq": false,
      "ipam": {"type": "host-local", "ranges": [[{"subnet": "10.244.0.0/16"}]],
-              "routes": [{"dst": "0.0.0.0/0"}]}},
-    {"type": "portmap", "capabilities": {"portMappings": true}}
+              "routes": [{"dst": "0.0.0.0/0"}]}}
   ]
 }
 CNI
@@ -139,6 +141,9 @@ FROM BASE
 COPY root/ /
 # kind's units and config expect containerd under /usr/local/bin and the CNI
 # plugins under /opt/cni/bin; Debian installs them under /usr/bin and /usr/lib/cni.
+# SystemdCgroup = false: runc makes the containers' cgroups itself
+# (cgroupfs), as the kubelet's cgroupDriver (internal/cluster/kind/config.go)
+# says, instead of asking the node's systemd over D-Bus for each one.
 # restrict_oom_score_adj: pods may not get an OOM score below containerd's
 # own, as under rootless Docker: lowering it needs CAP_SYS_RESOURCE, which
 # nodes started without --privileged may lack (docs/kind-offline.md), and
@@ -146,6 +151,7 @@ COPY root/ /
 RUN ln -sf /usr/bin/containerd /usr/local/bin/containerd \
  && mkdir -p /opt/cni /etc/kubernetes/manifests && ln -sfn /usr/lib/cni /opt/cni/bin \
  && sed -i 's/restrict_oom_score_adj = false/restrict_oom_score_adj = true/' /etc/containerd/config.toml \
+ && sed -i 's/SystemdCgroup = true/SystemdCgroup = false/' /etc/containerd/config.toml \
  && ctr oci spec | jq '.hooks.createContainer[.hooks.createContainer| length] |= . + {"path": "/kind/bin/mount-product-files.sh"}' | jq 'del(.process.rlimits)' >/etc/containerd/cri-base.json \
  && systemctl enable kubelet.service containerd.service undo-mount-hacks.service \
  && systemctl mask systemd-binfmt.service

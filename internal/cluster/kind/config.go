@@ -109,6 +109,14 @@ func kubeadmPatches(spec cluster.Spec) ([]string, error) {
 		// The kubelet refuses cgroup v1 hosts by default since v1.35; kind
 		// nodes on a cgroup v1 host (docs/kind-offline.md) need this.
 		"failCgroupV1": false,
+		// cgroupfs, not kind's systemd: with the systemd driver every pod
+		// and container start and stop is a D-Bus round trip to the
+		// node's systemd, which creates or removes a slice or scope for
+		// it. The volume path does not go through cgroups, and the churn
+		// starts and stops tens of containers a second (docs/performance.md,
+		// "kind"). The node image's containerd uses cgroupfs too
+		// (tools/kind-image/build-node.sh): the two must agree.
+		"cgroupDriver": "cgroupfs",
 	}
 	if d := spec.NodeStatusUpdateFrequency; d > 0 {
 		kubelet["nodeStatusUpdateFrequency"] = d.String()

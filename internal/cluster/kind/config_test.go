@@ -65,6 +65,10 @@ func TestRenderConfig(t *testing.T) {
 		if kubelet["failCgroupV1"] != false {
 			t.Errorf("kubelet patch = %v, want failCgroupV1: false", kubelet)
 		}
+		// the node image's containerd runs runc with cgroupfs: they agree
+		if kubelet["cgroupDriver"] != "cgroupfs" {
+			t.Errorf("kubelet patch = %v, want cgroupDriver: cgroupfs", kubelet)
+		}
 		if _, set := kubelet["nodeStatusUpdateFrequency"]; set {
 			t.Errorf("kubelet patch sets nodeStatusUpdateFrequency without the scenario asking: %v", kubelet)
 		}
