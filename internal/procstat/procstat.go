@@ -41,20 +41,14 @@ func ReadWithReaped(name string, pid int) (usage.Sample, error) {
 	if err != nil {
 		return usage.Sample{}, fmt.Errorf("process %s (pid %d): %w", name, pid, err)
 	}
-	s, err := sample(name, p)
-	if err != nil {
-		return s, err
-	}
-	st, err := p.Stat()
-	if err != nil {
-		return usage.Sample{}, fmt.Errorf("process %s (pid %d): %w", name, pid, err)
-	}
-	// procfs's fixed USER_HZ, as CPUTime.
-	s.CPUSeconds += float64(st.CUTime+st.CSTime) / 100
-	return s, nil
+	return sampleOf(name, p, true)
 }
 
-func sample(name string, p procfs.Proc) (usage.Sample, error) {
+func sample(name string, p procfs.Proc) (usage.Sample, error) { return sampleOf(name, p, false) }
+
+// sampleOf reads /proc/<pid>/stat and status once; reaped adds the
+// children's CPU time.
+func sampleOf(name string, p procfs.Proc, reaped bool) (usage.Sample, error) {
 	st, err := p.Stat()
 	if err != nil {
 		return usage.Sample{}, fmt.Errorf("process %s (pid %d): %w", name, p.PID, err)
@@ -65,5 +59,9 @@ func sample(name string, p procfs.Proc) (usage.Sample, error) {
 	}
 	// CPUTime is (utime + stime) / USER_HZ, procfs's fixed 100 Hz: the
 	// value Linux exposes to user space on every common architecture.
-	return usage.Sample{Name: name, PID: st.PID, StartTicks: st.Starttime, CPUSeconds: st.CPUTime(), PeakRSSBytes: status.VmHWM}, nil
+	cpu := st.CPUTime()
+	if reaped {
+		cpu += float64(st.CUTime+st.CSTime) / 100 // procfs's fixed USER_HZ, as CPUTime
+	}
+	return usage.Sample{Name: name, PID: st.PID, StartTicks: st.Starttime, CPUSeconds: cpu, PeakRSSBytes: status.VmHWM}, nil
 }
