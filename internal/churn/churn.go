@@ -60,6 +60,9 @@ type Config struct {
 	// SafetyViolations, if set, is the detector's count so far, for the
 	// progress line.
 	SafetyViolations func() int
+	// Annotate, if set, adds what others observed to a cycle that ended
+	// (its detach timings), given the pod it deleted.
+	Annotate func(c *cycle.Cycle, old *corev1.Pod)
 }
 
 // Plan is the sequence of pods the run deletes, one per cycle, in rounds
@@ -226,6 +229,9 @@ func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, 
 			err := deletePod(runCtx, client, cfg, c, old)
 			if err == nil {
 				c, err = awaitReplacement(runCtx, pods, cfg, c, old, deadline)
+			}
+			if err == nil && cfg.Annotate != nil {
+				cfg.Annotate(&c, old)
 			}
 			mu.Lock()
 			recordLocked(c, err)

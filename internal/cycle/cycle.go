@@ -40,7 +40,17 @@ type Cycle struct {
 	// CreateToRunning: from the replacement first seen by the harness to it
 	// Running (creationTimestamp has only second precision).
 	CreateToRunning time.Duration `json:"create_to_running_ns,omitempty"`
-	Error           string        `json:"error,omitempty"`
+	// DeleteToDetach: from the delete request to the detach request (the
+	// VolumeAttachment's deletion) of the pod's volume on its old node, as
+	// the harness's watches saw it; 0 when the controller did not detach
+	// within the cycle (the replacement came back to the node first).
+	DeleteToDetach time.Duration `json:"delete_to_detach_ns,omitempty"`
+	// ListedToDetach: from the volume's last addition to the old node's
+	// status.volumesAttached (the controller's add patch) to that detach
+	// request: the window a stale node informer opens (docs/kind.md,
+	// "Calibration"). 0 when unknown.
+	ListedToDetach time.Duration `json:"listed_to_detach_ns,omitempty"`
+	Error          string        `json:"error,omitempty"`
 	// DeferredBy is how many later entries of the plan were deleted before
 	// this cycle began: its pod was busy (a cycle in flight on it, or not
 	// ready) when their turn came (docs/design.md, "Dispatch").

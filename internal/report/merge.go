@@ -471,6 +471,7 @@ func (p *buildPool) build() (Build, []string) {
 		b.AttachToRunningMS = percentilesMS(toRunning)
 		b.DeleteToRunningMS = percentilesMS(deleteToRunning)
 		b.CycleStepsMS = cycleSteps(p.log)
+		b.DetachMS = detachSteps(p.log)
 		if len(p.log) > 0 {
 			b.CycleLog = p.log
 		}

@@ -80,7 +80,12 @@ type Build struct {
 	// CycleStepsMS splits delete-to-Running into its steps, over the
 	// cycles that reached Running (cycleSteps); absent when no cycle has
 	// the timestamps, and in a merged report without full cycle logs.
-	CycleStepsMS        *CycleSteps        `json:"cycle_steps_ms,omitempty"`
+	CycleStepsMS *CycleSteps `json:"cycle_steps_ms,omitempty"`
+	// DetachMS is when the controller detached the deleted pods' volumes
+	// from their old nodes, over the cycles where it did (detachSteps):
+	// the intervals the attach/detach races depend on. Absent when no
+	// cycle has them.
+	DetachMS            *DetachSteps       `json:"detach_ms,omitempty"`
 	APIRequestsPerCycle map[string]float64 `json:"api_requests_per_cycle"`
 	// APIRequestsPerCycleByClient is every client's requests to the API
 	// server during the churn, per cycle, by client (the API server's own
@@ -169,6 +174,40 @@ func cycleSteps(cycles []cycle.Cycle) *CycleSteps {
 	}
 	return &CycleSteps{ToReplacement: percentilesMS(toReplacement), ToBound: percentilesMS(toBound),
 		ToRunning: percentilesMS(toRunning), Cycles: len(toRunning)}
+}
+
+// DetachSteps are the percentiles of the cycles' detach timings
+// (cycle.Cycle's DeleteToDetach and ListedToDetach).
+type DetachSteps struct {
+	// DeleteToDetach: the pod's delete to its volume's detach request on
+	// the old node.
+	DeleteToDetach Percentiles `json:"delete_to_detach"`
+	// ListedToDetach: the volume's last listing in the node's
+	// status.volumesAttached (the add patch) to that detach request.
+	ListedToDetach Percentiles `json:"listed_to_detach"`
+	// Cycles is how many cycles had a detach (DeleteToDetach);
+	// ListedCycles how many of them had its listing too.
+	Cycles       int `json:"cycles"`
+	ListedCycles int `json:"listed_cycles"`
+}
+
+// detachSteps is the DetachSteps of the cycles with a detach, or nil.
+func detachSteps(cycles []cycle.Cycle) *DetachSteps {
+	var toDetach, listedToDetach []time.Duration
+	for _, c := range cycles {
+		if c.DeleteToDetach <= 0 {
+			continue
+		}
+		toDetach = append(toDetach, c.DeleteToDetach)
+		if c.ListedToDetach > 0 {
+			listedToDetach = append(listedToDetach, c.ListedToDetach)
+		}
+	}
+	if len(toDetach) == 0 {
+		return nil
+	}
+	return &DetachSteps{DeleteToDetach: percentilesMS(toDetach), ListedToDetach: percentilesMS(listedToDetach),
+		Cycles: len(toDetach), ListedCycles: len(listedToDetach)}
 }
 
 // Percentiles of a latency in milliseconds.
@@ -280,6 +319,7 @@ func BuildFromCycles(name string, prov provenance.ControllerBuild, res cycle.Res
 	b.AttachToRunningMS = percentilesMS(toRunning)
 	b.DeleteToRunningMS = percentilesMS(deleteToRunning)
 	b.CycleStepsMS = cycleSteps(res.Cycles)
+	b.DetachMS = detachSteps(res.Cycles)
 	return b
 }
 
@@ -567,6 +607,22 @@ func writeCycleSteps(b *bytes.Buffer, r *Report) {
 		fmt.Fprintf(b, "| %s | %d | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f | %.0f / %.0f |\n", bld.Name, st.Cycles,
 			st.ToReplacement.P50, st.ToReplacement.P99, st.ToBound.P50, st.ToBound.P99, st.ToRunning.P50, st.ToRunning.P99,
 			bld.DeleteToRunningMS.P50, bld.DeleteToRunningMS.P99)
+	}
+	header = false
+	for _, bld := range r.Builds {
+		d := bld.DetachMS
+		if d == nil {
+			continue
+		}
+		if !header {
+			b.WriteString("\n## When the controller detached\n\nOver the cycles whose deleted pod's volume was detached from its old node within the cycle " +
+				"(p50 / p99 ms, the harness's watches): from the delete, and from the volume's last listing in the node's status.volumesAttached " +
+				"(the add patch). A stale node informer can hide a detach that comes sooner after the listing than its lag.\n\n" +
+				"| build | cycles with a detach | delete → detach | with a listing | listed → detach |\n|---|---:|---|---:|---|\n")
+			header = true
+		}
+		fmt.Fprintf(b, "| %s | %d | %.0f / %.0f | %d | %.0f / %.0f |\n", bld.Name, d.Cycles, d.DeleteToDetach.P50, d.DeleteToDetach.P99,
+			d.ListedCycles, d.ListedToDetach.P50, d.ListedToDetach.P99)
 	}
 }
 

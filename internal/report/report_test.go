@@ -230,3 +230,34 @@ func TestCycleStepsSplitDeleteToRunning(t *testing.T) {
 		t.Errorf("report.md lacks the build's steps:\n%s", md)
 	}
 }
+
+func TestDetachStepsOverTheCyclesWithADetach(t *testing.T) {
+	ms := time.Millisecond
+	detached := func(toDetach, listedToDetach time.Duration) cycle.Cycle {
+		return cycle.Cycle{Outcome: cycle.Running, DeleteToDetach: toDetach, ListedToDetach: listedToDetach}
+	}
+	tests := []struct {
+		name   string
+		cycles []cycle.Cycle
+		want   *DetachSteps
+	}{
+		{"no cycles", nil, nil},
+		{"no cycle detached (the replacements came back first)", []cycle.Cycle{detached(0, 0), detached(0, 0)}, nil},
+		{"each interval over the cycles that have it", []cycle.Cycle{
+			detached(4700*ms, 5500*ms), detached(4200*ms, 0), detached(5800*ms, 6100*ms), detached(0, 0),
+		}, &DetachSteps{DeleteToDetach: Percentiles{P50: 4700, P99: 5800}, ListedToDetach: Percentiles{P50: 5500, P99: 6100}, Cycles: 3, ListedCycles: 2}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := detachSteps(tt.cycles)
+			if (got == nil) != (tt.want == nil) || (got != nil && *got != *tt.want) {
+				t.Errorf("detachSteps = %+v, want %+v", got, tt.want)
+			}
+		})
+	}
+	r := &Report{Scenario: "s", Builds: []Build{BuildFromCycles("stock", provenance.ControllerBuild{}, cycle.Result{Elapsed: time.Second,
+		Cycles: []cycle.Cycle{detached(4700*ms, 5500*ms)}}, nil)}}
+	if md := Markdown(r); !strings.Contains(md, "## When the controller detached") || !strings.Contains(md, "| stock | 1 | 4700 / 4700 | 1 | 5500 / 5500 |") {
+		t.Errorf("report.md lacks the build's detach timings:\n%s", md)
+	}
+}

@@ -294,7 +294,8 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		CycleTimeout: sc.Churn.CycleTimeout.Duration, Progress: opts.Progress, ProgressEvery: 5 * time.Second,
 		StrandedPod: strands.StrandedPod, SafetyViolations: func() int { return len(strands.SafetyViolations()) },
 		Concurrency: sc.Churn.Concurrency, Interval: sc.Churn.Interval.Duration,
-		Explain: func(cy cycle.Cycle) []timeline.Entry { return strands.Explain(ctx, cy) },
+		Explain:  func(cy cycle.Cycle) []timeline.Entry { return strands.Explain(ctx, cy) },
+		Annotate: strands.Annotate,
 		OnProgress: func(done cycle.Result) {
 			if time.Now().Before(nextPartial) {
 				return

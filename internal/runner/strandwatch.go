@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
@@ -39,6 +40,9 @@ type strandWatch struct {
 	// name now (pods).
 	stranded map[string]detector.Finding
 	pods     corelisters.PodLister
+	// pvcs and pvs resolve a churned pod's volume (Annotate).
+	pvcs corelisters.PersistentVolumeClaimLister
+	pvs  corelisters.PersistentVolumeLister
 	// safety and phantoms: one per episode (a finding's key and the start
 	// of the condition), with its timeline as seen when first reported.
 	safety   map[string]report.SafetyFinding
@@ -88,7 +92,7 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, pods *wo
 		return nil, fmt.Errorf("detector caches did not sync: %w", ctx.Err())
 	}
 	changes.start()
-	w := &strandWatch{stranded: map[string]detector.Finding{}, pods: pods.Lister(), safety: map[string]report.SafetyFinding{},
+	w := &strandWatch{stranded: map[string]detector.Finding{}, pods: pods.Lister(), pvcs: pvcs.Lister(), pvs: pvs.Lister(), safety: map[string]report.SafetyFinding{},
 		phantoms: map[string]report.SafetyFinding{}, changes: changes, proxied: proxied,
 		sampled: make(chan struct{}), factories: []informers.SharedInformerFactory{nsFactory, factory}}
 	// A safety violation (and a phantom listing likewise) counts once it
@@ -222,6 +226,42 @@ func (w *strandWatch) Explain(ctx context.Context, c cycle.Cycle) []timeline.Ent
 	f := c.Stranding
 	return w.timeline(ctx, timeline.Focus{Pod: f.Pod, Node: f.Node, Volume: f.Volume, PV: f.PV, Attachment: f.VolumeAttachment,
 		From: c.DeletedAt.Add(-2 * time.Second), To: time.Now()})
+}
+
+// Annotate adds a finished cycle's detach timings: when the controller
+// requested the detach of the deleted pod's volume (its first claim's) from
+// the old node, from the transitions the watches recorded, as seen within
+// the cycle (timeline.DetachTimings). A volume whose claim or PV is gone
+// or not CSI is left unmeasured.
+func (w *strandWatch) Annotate(c *cycle.Cycle, old *corev1.Pod) {
+	claim := ""
+	for _, v := range old.Spec.Volumes {
+		if v.PersistentVolumeClaim != nil {
+			claim = v.PersistentVolumeClaim.ClaimName
+			break
+		}
+	}
+	if claim == "" || c.OldNode == "" {
+		return
+	}
+	pvc, err := w.pvcs.PersistentVolumeClaims(old.Namespace).Get(claim)
+	if err != nil || pvc.Spec.VolumeName == "" {
+		return
+	}
+	pv, err := w.pvs.Get(pvc.Spec.VolumeName)
+	if err != nil || pv.Spec.CSI == nil {
+		return
+	}
+	volume := detector.UniqueVolumeName(pv.Spec.CSI.Driver, pv.Spec.CSI.VolumeHandle)
+	// The volume's listing came before the delete, by up to the pod's
+	// life: look back as far as the transitions keep.
+	entries := w.changes.since(c.DeletedAt.Add(-w.changes.retention))
+	if t, ok := timeline.DetachTimings(entries, c.OldNode, pv.Name, volume, c.DeletedAt, time.Now()); ok {
+		c.DeleteToDetach = t.DeleteToDetach
+		if t.Listed {
+			c.ListedToDetach = t.ListedToDetach
+		}
+	}
 }
 
 // timeline is what the API and the proxy showed about focus.

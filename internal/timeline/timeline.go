@@ -33,7 +33,23 @@ type Entry struct {
 	Volume     string // unique volume name
 	PV         string
 	Attachment string // VolumeAttachment name
+
+	// Change says which change an API entry records where code measures
+	// the time between changes (DetachTimings); "" for the others.
+	Change Change
 }
+
+// Change is a kind of API transition that timings are measured between.
+type Change string
+
+const (
+	// VolumeListed: a volume added to a node's status.volumesAttached
+	// (the controller's "add" status patch, as the harness saw it).
+	VolumeListed Change = "volume-listed"
+	// DetachRequested: a VolumeAttachment's deletion timestamp set (the
+	// controller's detach).
+	DetachRequested Change = "detach-requested"
+)
 
 // Focus is one stranding: its subjects and the time window to show.
 type Focus struct {

@@ -38,17 +38,27 @@ func TestNodeChanges(t *testing.T) {
 		name     string
 		old, cur *corev1.Node
 		want     string
+		changes  []Change
 	}{
-		{"heartbeat", node([]string{"v1"}, []string{"v1"}), node([]string{"v1"}, []string{"v1"}), ""},
-		{"removed from volumesAttached", node([]string{"v1", "v2"}, nil), node([]string{"v2"}, nil), "node node-1 status.volumesAttached - v1 (now 1)"},
-		{"added to volumesInUse", node(nil, nil), node(nil, []string{"v1"}), "node node-1 status.volumesInUse + v1 (now 1)"},
-		{"both lists", node([]string{"v1"}, []string{"v1"}), node(nil, nil), "node node-1 status.volumesAttached - v1 (now 0); node node-1 status.volumesInUse - v1 (now 0)"},
+		{"heartbeat", node([]string{"v1"}, []string{"v1"}), node([]string{"v1"}, []string{"v1"}), "", nil},
+		{"removed from volumesAttached", node([]string{"v1", "v2"}, nil), node([]string{"v2"}, nil), "node node-1 status.volumesAttached - v1 (now 1)", []Change{""}},
+		{"added to volumesAttached", nil, node([]string{"v1"}, nil), "node node-1 status.volumesAttached + v1 (now 1)", []Change{VolumeListed}},
+		{"added to volumesInUse", node(nil, nil), node(nil, []string{"v1"}), "node node-1 status.volumesInUse + v1 (now 1)", []Change{""}},
+		{"both lists", node([]string{"v1"}, []string{"v1"}), node(nil, nil), "node node-1 status.volumesAttached - v1 (now 0); node node-1 status.volumesInUse - v1 (now 0)", []Change{"", ""}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := NodeChanges(t0, tc.old, tc.cur)
 			if events(got) != tc.want {
 				t.Errorf("got %q, want %q", events(got), tc.want)
+			}
+			if len(got) != len(tc.changes) {
+				t.Fatalf("got %d entries, want %d", len(got), len(tc.changes))
+			}
+			for i, e := range got {
+				if e.Change != tc.changes[i] {
+					t.Errorf("entry %d: change %q, want %q", i, e.Change, tc.changes[i])
+				}
 			}
 			for _, e := range got {
 				if e.Node != "node-1" || e.Source != API || !e.Time.Equal(t0) {
@@ -75,18 +85,30 @@ func TestVolumeAttachmentChanges(t *testing.T) {
 		name     string
 		old, cur *storagev1.VolumeAttachment
 		want     string
+		// detach: the entries that are a detach request
+		detach int
 	}{
-		{"created", nil, attachment(false, false), "VolumeAttachment csi-1 (pv-1 on node-1) created"},
-		{"attached", attachment(false, false), attachment(true, false), "VolumeAttachment csi-1 (pv-1 on node-1) attached=true"},
-		{"detach requested", attachment(true, false), attachment(true, true), "VolumeAttachment csi-1 (pv-1 on node-1) deletion requested (detach)"},
-		{"deleted", attachment(false, true), nil, "VolumeAttachment csi-1 (pv-1 on node-1) deleted"},
-		{"no change", attachment(true, false), attachment(true, false), ""},
+		{"created", nil, attachment(false, false), "VolumeAttachment csi-1 (pv-1 on node-1) created", 0},
+		{"attached", attachment(false, false), attachment(true, false), "VolumeAttachment csi-1 (pv-1 on node-1) attached=true", 0},
+		{"detach requested", attachment(true, false), attachment(true, true), "VolumeAttachment csi-1 (pv-1 on node-1) deletion requested (detach)", 1},
+		{"deleted", attachment(false, true), nil, "VolumeAttachment csi-1 (pv-1 on node-1) deleted", 0},
+		{"deleted, its deletion timestamp never seen", attachment(true, false), nil, "VolumeAttachment csi-1 (pv-1 on node-1) deleted", 1},
+		{"no change", attachment(true, false), attachment(true, false), "", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := VolumeAttachmentChanges(t0, tc.old, tc.cur)
 			if events(got) != tc.want {
 				t.Errorf("got %q, want %q", events(got), tc.want)
+			}
+			detach := 0
+			for _, e := range got {
+				if e.Change == DetachRequested {
+					detach++
+				}
+			}
+			if detach != tc.detach {
+				t.Errorf("%d detach requests, want %d", detach, tc.detach)
 			}
 			for _, e := range got {
 				if e.Attachment != "csi-1" || e.PV != "pv-1" || e.Node != "node-1" {

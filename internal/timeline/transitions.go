@@ -21,7 +21,11 @@ func NodeChanges(t time.Time, old, cur *corev1.Node) []Entry {
 	add := func(field string, before, after []string) {
 		for _, v := range after {
 			if !slices.Contains(before, v) {
-				out = append(out, Entry{Time: t, Source: API, Node: cur.Name, Volume: v,
+				var change Change
+				if field == "volumesAttached" {
+					change = VolumeListed
+				}
+				out = append(out, Entry{Time: t, Source: API, Node: cur.Name, Volume: v, Change: change,
 					Event: fmt.Sprintf("node %s status.%s + %s (now %d)", cur.Name, field, v, len(after))})
 			}
 		}
@@ -70,7 +74,13 @@ func VolumeAttachmentChanges(t time.Time, old, cur *storagev1.VolumeAttachment) 
 	}
 	switch {
 	case cur == nil:
-		return []Entry{entry("deleted")}
+		e := entry("deleted")
+		if old.DeletionTimestamp == nil {
+			// The watch never showed the deletion timestamp (the
+			// finalizer went at once): the delete is the detach request.
+			e.Change = DetachRequested
+		}
+		return []Entry{e}
 	case old == nil:
 		out := []Entry{entry("created")}
 		if cur.Status.Attached {
@@ -80,7 +90,9 @@ func VolumeAttachmentChanges(t time.Time, old, cur *storagev1.VolumeAttachment) 
 	}
 	var out []Entry
 	if old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil {
-		out = append(out, entry("deletion requested (detach)"))
+		e := entry("deletion requested (detach)")
+		e.Change = DetachRequested
+		out = append(out, e)
 	}
 	if old.Status.Attached != cur.Status.Attached {
 		out = append(out, entry(fmt.Sprintf("attached=%t", cur.Status.Attached)))

@@ -1,0 +1,52 @@
+package timeline
+
+import "time"
+
+// DetachTiming is when a cycle's old volume was detached from its old node,
+// measured from the API transitions the harness's watches recorded: the two
+// intervals that decide the attach/detach races (docs/kind.md,
+// "Calibration"), compared between providers by `strandlab calibrate`.
+type DetachTiming struct {
+	// DeleteToDetach: from the pod's delete request to the detach request
+	// (the VolumeAttachment's deletion) of its volume on its old node.
+	DeleteToDetach time.Duration
+	// ListedToDetach: from the volume's last addition to the old node's
+	// status.volumesAttached (the controller's add patch) before the
+	// detach to the detach request; valid when Listed.
+	ListedToDetach time.Duration
+	Listed         bool
+}
+
+// DetachTimings finds, in entries (any order), the first detach request of
+// PV pv's attachment on node at or after deletedAt and not after end, and
+// the last listing of volume (its unique name) on node before it. ok is
+// false when there is no such request: the replacement came back to the
+// node before the controller detached, or the attachment is not the pod's.
+func DetachTimings(entries []Entry, node, pv, volume string, deletedAt, end time.Time) (DetachTiming, bool) {
+	var detach time.Time
+	for _, e := range entries {
+		if e.Change != DetachRequested || e.Node != node || e.PV != pv || e.Time.Before(deletedAt) || e.Time.After(end) {
+			continue
+		}
+		if detach.IsZero() || e.Time.Before(detach) {
+			detach = e.Time
+		}
+	}
+	if detach.IsZero() {
+		return DetachTiming{}, false
+	}
+	t := DetachTiming{DeleteToDetach: detach.Sub(deletedAt)}
+	var listed time.Time
+	for _, e := range entries {
+		if e.Change != VolumeListed || e.Node != node || e.Volume != volume || e.Time.After(detach) {
+			continue
+		}
+		if e.Time.After(listed) {
+			listed = e.Time
+		}
+	}
+	if !listed.IsZero() {
+		t.ListedToDetach, t.Listed = detach.Sub(listed), true
+	}
+	return t, true
+}

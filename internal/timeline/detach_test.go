@@ -1,0 +1,52 @@
+package timeline
+
+import (
+	"testing"
+	"time"
+)
+
+func TestDetachTimings(t *testing.T) {
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	listed := func(ms int, node, volume string) Entry {
+		return Entry{Time: at(ms), Source: API, Node: node, Volume: volume, Change: VolumeListed}
+	}
+	detach := func(ms int, node, pv string) Entry {
+		return Entry{Time: at(ms), Source: API, Node: node, PV: pv, Attachment: "csi-" + pv, Change: DetachRequested}
+	}
+	const deleted, end = 10000, 30000
+	tests := []struct {
+		name    string
+		entries []Entry
+		want    DetachTiming
+		ok      bool
+	}{
+		{"detach after the delete, listed before",
+			[]Entry{listed(2000, "n1", "v1"), detach(14700, "n1", "pv1")},
+			DetachTiming{DeleteToDetach: 4700 * time.Millisecond, ListedToDetach: 12700 * time.Millisecond, Listed: true}, true},
+		{"the last listing before the detach counts, not a later one",
+			[]Entry{listed(2000, "n1", "v1"), listed(9000, "n1", "v1"), detach(11000, "n1", "pv1"), listed(20000, "n1", "v1")},
+			DetachTiming{DeleteToDetach: 1000 * time.Millisecond, ListedToDetach: 2000 * time.Millisecond, Listed: true}, true},
+		{"the first detach request in the cycle, in any order",
+			[]Entry{detach(16000, "n1", "pv1"), listed(2000, "n1", "v1"), detach(12000, "n1", "pv1")},
+			DetachTiming{DeleteToDetach: 2000 * time.Millisecond, ListedToDetach: 10000 * time.Millisecond, Listed: true}, true},
+		{"no listing seen: the delete interval only",
+			[]Entry{detach(12000, "n1", "pv1")},
+			DetachTiming{DeleteToDetach: 2000 * time.Millisecond}, true},
+		{"a detach before the delete is an earlier cycle's",
+			[]Entry{detach(9000, "n1", "pv1")}, DetachTiming{}, false},
+		{"a detach after the cycle's end is a later cycle's",
+			[]Entry{detach(31000, "n1", "pv1")}, DetachTiming{}, false},
+		{"other nodes, other volumes and other changes do not count",
+			[]Entry{listed(2000, "n2", "v1"), listed(3000, "n1", "v2"), detach(12000, "n2", "pv1"), detach(13000, "n1", "pv2"),
+				{Time: at(14000), Node: "n1", PV: "pv1", Event: "attached=false"}},
+			DetachTiming{}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := DetachTimings(tc.entries, "n1", "pv1", "v1", at(deleted), at(end))
+			if ok != tc.ok || got != tc.want {
+				t.Errorf("got %+v, %v; want %+v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}
