@@ -14,6 +14,8 @@ BUILDS    ?=
 PROVIDER  ?=
 CYCLES    ?=
 SEED      ?=
+# SEEDS: make calibrate's seeds (1-10, 1,3,7).
+SEEDS     ?=
 KEEP      ?=
 # CHECK=1: exit 3 when a build is outside the scenario's expect band.
 # RUN_ID_SUFFIX: appended to the run id, so CI shards run in the same second
@@ -62,6 +64,11 @@ BENCH_SCENARIOS ?=
 bench: binaries ## what a cycle costs: the soak's load without and with its faults, stock, BENCH_CYCLES cycles each (default 1000; PROVIDER=kind, BENCH_SCENARIOS=<files>); writes _output/bench/<run>/bench.json
 	@$(BIN)/strandlab bench --cycles $(BENCH_CYCLES) --output $(OUTPUT) \
 	  $(if $(PROVIDER),--provider $(PROVIDER)) $(if $(BENCH_SCENARIOS),--scenario $(BENCH_SCENARIOS))
+
+.PHONY: calibrate
+calibrate: binaries ## SCENARIO on local and kind, same SEEDS (e.g. 1-10), BUILDS and CYCLES, and whether they agree: writes _output/calibration/<run>/calibration.md (docs/kind.md)
+	@$(BIN)/strandlab calibrate --scenario $(SCENARIO) --output $(OUTPUT) \
+	  $(if $(SEEDS),--seeds $(SEEDS)) $(if $(BUILDS),--builds $(BUILDS)) $(if $(CYCLES),--cycles $(CYCLES))
 
 .PHONY: test
 test: lint binaries ## run all tests: lint, unit tests, e2e-framework suites (local provider; kind too when Docker runs)

@@ -7,6 +7,7 @@
 //	strandlab merge _output/reports/<run-a> _output/reports/<run-b>
 //	strandlab shards --shards 8
 //	strandlab bench --cycles 500
+//	strandlab calibrate --scenario scenarios/seed-122413.yaml --seeds 1-10 --cycles 1
 package main
 
 import (
@@ -52,7 +53,7 @@ func execute() int {
 	klog.InitFlags(klogFlags)
 	root.PersistentFlags().AddGoFlag(klogFlags.Lookup("v"))
 
-	root.AddCommand(runCommand(), downCommand(), validateCommand(), kcmCommand(), mergeCommand(), planCommand(), shardsCommand(), benchCommand())
+	root.AddCommand(runCommand(), downCommand(), validateCommand(), kcmCommand(), mergeCommand(), planCommand(), shardsCommand(), benchCommand(), calibrateCommand())
 	err := root.Execute()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "strandlab:", err)
