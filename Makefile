@@ -26,6 +26,9 @@ RUN_ID_SUFFIX ?=
 # (read from the environment), only with CLUSTER_OWNER_CONSENT=1
 # (--cluster-owner-consent).
 CLUSTER_OWNER_CONSENT ?=
+# CSI_DRIVER=upstream (kind, 1 worker): upstream's csi-driver-host-path from
+# registry.k8s.io instead of strandlab's driver (docs/kind.md).
+CSI_DRIVER ?=
 
 RUN_FLAGS := --scenario $(SCENARIO) \
 	$(if $(BUILDS),--builds $(BUILDS)) \
@@ -35,6 +38,7 @@ RUN_FLAGS := --scenario $(SCENARIO) \
 	$(if $(filter 1 true yes,$(KEEP)),--keep) \
 	$(if $(filter 1 true yes,$(CHECK)),--check) \
 	$(if $(RUN_ID_SUFFIX),--run-id-suffix $(RUN_ID_SUFFIX)) \
+	$(if $(CSI_DRIVER),--csi-driver $(CSI_DRIVER)) \
 	$(if $(filter 1 true yes,$(CLUSTER_OWNER_CONSENT)),--cluster-owner-consent) \
 	--output $(OUTPUT)
 

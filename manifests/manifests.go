@@ -38,6 +38,13 @@ var (
 	//go:embed kind/csi.yaml
 	KindCSI []byte
 
+	// KindCSIUpstream is kind/csi-hostpath-upstream.yaml: upstream's
+	// csi-driver-host-path in place of strandlab's driver, for users with
+	// a registry (run --csi-driver upstream; its images are not built here).
+	//
+	//go:embed kind/csi-hostpath-upstream.yaml
+	KindCSIUpstream []byte
+
 	// StrandscanRBAC is strandscan/rbac.yaml: strandscan's read-only role,
 	// bound to the ServiceAccount kube-system/strandscan.
 	//

@@ -60,7 +60,17 @@ type Spec struct {
 	// create strandlab-hostpath themselves; existing checks the cluster
 	// has the class.
 	StorageClass string
+	// CSIDeployment is which CSI driver serves the volumes: CSIStrandlab
+	// (default, "") or CSIUpstream (kind only: upstream's
+	// csi-driver-host-path, whose images come from a registry).
+	CSIDeployment string
 }
+
+// CSI deployments (Spec.CSIDeployment).
+const (
+	CSIStrandlab = "strandlab"
+	CSIUpstream  = "upstream"
+)
 
 // Validate reports the first invalid field of s.
 func (s Spec) Validate() error {
@@ -72,6 +82,9 @@ func (s Spec) Validate() error {
 	}
 	if s.OutputDir == "" {
 		return fmt.Errorf("cluster spec: outputDir: must not be empty")
+	}
+	if s.CSIDeployment != "" && s.CSIDeployment != CSIStrandlab && s.CSIDeployment != CSIUpstream {
+		return fmt.Errorf("cluster spec: csiDeployment: %q, want %s or %s", s.CSIDeployment, CSIStrandlab, CSIUpstream)
 	}
 	return nil
 }

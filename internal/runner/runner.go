@@ -64,6 +64,9 @@ type Options struct {
 	// timing of the next seconds, stranded in 2 of 5 runs with it against
 	// 6 of 6 without it. `strandlab bench` turns it on.
 	RequestsByClient bool
+	// CSIDeployment (--csi-driver) is which CSI driver the cluster runs:
+	// "" or cluster.CSIStrandlab, or cluster.CSIUpstream (kind only).
+	CSIDeployment string
 }
 
 // runIDSuffix is what --run-id-suffix accepts: it ends the report
@@ -119,7 +122,7 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 	// built in Run); builds are checked above.
 	if checker, ok := provider.(cluster.SpecChecker); ok {
 		for _, b := range sc.Builds {
-			if err := checker.CheckSpec(clusterSpec(sc, b, "", opts.OutputDir, false)); err != nil {
+			if err := checker.CheckSpec(clusterSpec(sc, b, "", opts.OutputDir, false, opts.CSIDeployment)); err != nil {
 				return nil, fmt.Errorf("scenario %s: provider %q cannot run it:\n%w", opts.ScenarioPath, provider.Name(), err)
 			}
 		}
@@ -211,7 +214,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	} else {
 		fmt.Fprintf(opts.Progress, ">> build %s: the %s cluster's own controller, at least %d schedulable nodes\n", build, provider.Name(), sc.Cluster.Nodes)
 	}
-	c, err := provider.Start(ctx, clusterSpec(sc, build, controller.Binary, outDir, keep))
+	c, err := provider.Start(ctx, clusterSpec(sc, build, controller.Binary, outDir, keep, opts.CSIDeployment))
 	if err != nil {
 		return nil, fmt.Errorf("build %s: start cluster: %w", build, err)
 	}
@@ -348,13 +351,13 @@ const ClusterOwnController = "the cluster's own kube-controller-manager"
 // clusterSpec is the spec a build of sc starts its cluster with (Run), and
 // what a SpecChecker provider is asked about (Prepare, with controller ""
 // as the binary is not built yet).
-func clusterSpec(sc *scenario.Scenario, build, controller, outDir string, keep bool) cluster.Spec {
+func clusterSpec(sc *scenario.Scenario, build, controller, outDir string, keep bool, csi string) cluster.Spec {
 	return cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep,
 		CSIDriverName: sc.Cluster.CSIDriver, NodeStatusUpdateFrequency: sc.Cluster.NodeStatusUpdateFrequency.Duration,
 		NodeStatusReportFrequency: sc.Cluster.NodeStatusReportFrequency.Duration,
 		FailedMountOnTimeout:      sc.Cluster.FailedMountOnTimeout, ControllerManager: controller,
 		Pinning: pinningConfig(sc), Proxy: proxyProfile(sc),
-		Namespace: Namespace, StorageClass: sc.Cluster.StorageClassName()}
+		Namespace: Namespace, StorageClass: sc.Cluster.StorageClassName(), CSIDeployment: csi}
 }
 
 // outcomeOf is what a band checks of a build.

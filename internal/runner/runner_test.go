@@ -240,14 +240,14 @@ func TestClusterSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := clusterSpec(sc, "stock", "/bin/kcm", "/out/stock", true)
+	got := clusterSpec(sc, "stock", "/bin/kcm", "/out/stock", true, "")
 	if got.Name != "t-stock" || got.Nodes != 2 || got.OutputDir != "/out/stock" || !got.Keep || got.ControllerManager != "/bin/kcm" ||
 		got.Namespace != Namespace || got.StorageClass != "fast" || got.Proxy != nil || got.Pinning != nil {
 		t.Errorf("clusterSpec = %+v", got)
 	}
 	plain, _ := scenario.Parse([]byte(minimal))
-	if got := clusterSpec(plain, "fix", "", "/o", false); got.StorageClass != "strandlab-hostpath" {
-		t.Errorf("default storage class %q", got.StorageClass)
+	if got := clusterSpec(plain, "fix", "", "/o", false, cluster.CSIUpstream); got.StorageClass != "strandlab-hostpath" || got.CSIDeployment != cluster.CSIUpstream {
+		t.Errorf("default storage class %q, CSI deployment %q", got.StorageClass, got.CSIDeployment)
 	}
 }
 

@@ -36,7 +36,7 @@ k8s_version=$(sed -n 's/^kube-apiserver=//p' "$bindir/versions.txt")
 
 base_key=$(cat "$here/build-base.sh" "$here/cgroup-rw" | sha256sum | cut -c1-12)
 base=strandlab/kind-base:$base_key
-key=$({ echo "$kind_version $base_key $(basename "$bindir")"; cat "$0" "$here/pause/main.go" "$bindir/versions.txt"; } | sha256sum | cut -c1-12)
+key=$({ echo "$kind_version $base_key $(basename "$bindir")"; cat "$0" "$here/pause/main.go" "$bindir/versions.txt" "$repo/manifests/statefulset.yaml"; } | sha256sum | cut -c1-12)
 tag=strandlab/kind-node:$k8s_version-$key
 if docker image inspect "$tag" >/dev/null 2>&1; then
   echo "$tag"
@@ -81,7 +81,7 @@ archive() {
   mv "$d/config.json" "$d/$config.json"
   printf '[{"Config":"%s.json","RepoTags":["%s"],"Layers":["%s/layer.tar"]}]' "$config" "$ref" "$diff" >"$d/manifest.json"
   name=${ref##*/}
-  tar -C "$d" -cf "$work/root/kind/images/${name%%:*}.tar" manifest.json "$config.json" "$diff"
+  tar -C "$d" -cf "$work/root/kind/images/${name//[:@]/_}.tar" manifest.json "$config.json" "$diff"
   rm -rf "$d"
 }
 
@@ -96,16 +96,20 @@ for ref in $refs; do
     kube-apiserver|kube-controller-manager|kube-scheduler|etcd)
       archive "$ref" "[\"/usr/local/bin/$name\"]" "$bindir/$name" ;;
     pause)
-      archive "$ref" '["/usr/local/bin/pause"]' "$work/pause"
-      # containerd's sandbox_image (kind's config) may name another tag.
-      [[ $sandbox == "$ref" ]] || { cp "$work/root/kind/images/pause.tar" "$work/pause.tar"
-        archive "$sandbox" '["/usr/local/bin/pause"]' "$work/pause"
-        mv "$work/root/kind/images/pause.tar" "$work/root/kind/images/sandbox.tar"
-        mv "$work/pause.tar" "$work/root/kind/images/pause.tar"; } ;;
+      archive "$ref" '["/usr/local/bin/pause"]' "$work/pause" ;;
     # kube-proxy and CoreDNS are not made: their kubeadm phases are skipped
     # (internal/cluster/kind renders the config; docs/kind.md says why).
     *) ;;
   esac
+done
+# containerd's sandbox_image (kind's config) and the workload's image
+# (manifests/statefulset.yaml, the one place it is named) are the same
+# pause under their own names, so that a kind or Kubernetes bump that moves
+# a tag cannot turn every pod into a failed pull (no registry here).
+workload_image=$(sed -n 's/^[[:space:]]*image:[[:space:]]*//p' "$repo/manifests/statefulset.yaml" | head -1)
+[[ -n $workload_image ]] || { echo "build-node.sh: no image in manifests/statefulset.yaml" >&2; exit 1; }
+for ref in "$sandbox" "$workload_image"; do
+  [[ -z $ref ]] || grep -qxF "$ref" <<<"$refs" || archive "$ref" '["/usr/local/bin/pause"]' "$work/pause"
 done
 
 say "node root"
@@ -173,7 +177,7 @@ docker exec "$builder" bash -euc '
   done
   # --digests also names each image import-<date>@sha256:...; only the
   # registry names are the images.
-  refs=$(ctr -n k8s.io images ls -q | grep "^registry.k8s.io/")
+  refs=$(ctr -n k8s.io images ls -q | grep -v "^import-")
   for ref in $refs; do
     ctr -n k8s.io images label "$ref" io.cri-containerd.pinned=pinned >/dev/null
   done

@@ -205,6 +205,7 @@ anything is touched. See docs/existing.md.`,
 	f.BoolVar(&opts.RequestsByClient, "requests-by-client", false, "count every client's API requests per cycle (local provider; a /metrics scrape of the API server before and after the churn, which moves the first cycle's timing: docs/performance.md)")
 	f.BoolVar(&check, "check", false, "exit 3 when a build's outcome is outside the scenario's expect band (CI smoke checks)")
 	f.StringVar(&opts.OutputDir, "output", "_output", "output directory (relative to the repository root)")
+	f.StringVar(&opts.CSIDeployment, "csi-driver", "", "the CSI driver the cluster runs: strandlab (default) or upstream (kind, 1 worker, images from registry.k8s.io: docs/kind.md)")
 	f.StringVar(&opts.RunIDSuffix, "run-id-suffix", "", "append -SUFFIX to the run id (and report directory): shards of one scenario run in the same second stay distinct for strandlab merge")
 	ext.register(cmd)
 	return cmd

@@ -71,8 +71,30 @@ func CreateObjects(ctx context.Context, client kubernetes.Interface, objs ...run
 	return nil
 }
 
+// DryRun sends every object of docs to the API server as a server-side
+// dry run (admission, validation and defaulting, nothing persisted) and
+// returns every refusal, each naming its object: what a manifest strandlab
+// does not deploy here (no registry for its images) must still be
+// deployable.
+func DryRun(ctx context.Context, client kubernetes.Interface, docs ...[]byte) error {
+	objs, err := Decode(docs...)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, o := range objs {
+		if err := createWith(ctx, client, o, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}); err != nil {
+			errs = append(errs, fmt.Errorf("dry run of %s: %w", describe(o), err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
 func create(ctx context.Context, client kubernetes.Interface, o runtime.Object) error {
-	opts := metav1.CreateOptions{}
+	return createWith(ctx, client, o, metav1.CreateOptions{})
+}
+
+func createWith(ctx context.Context, client kubernetes.Interface, o runtime.Object, opts metav1.CreateOptions) error {
 	var err error
 	switch o := o.(type) {
 	case *rbacv1.ClusterRole:
@@ -97,6 +119,8 @@ func create(ctx context.Context, client kubernetes.Interface, o runtime.Object) 
 		_, err = client.AppsV1().Deployments(o.Namespace).Create(ctx, o, opts)
 	case *appsv1.DaemonSet:
 		_, err = client.AppsV1().DaemonSets(o.Namespace).Create(ctx, o, opts)
+	case *appsv1.StatefulSet:
+		_, err = client.AppsV1().StatefulSets(o.Namespace).Create(ctx, o, opts)
 	default:
 		err = fmt.Errorf("unexpected object %T in the manifests", o)
 	}

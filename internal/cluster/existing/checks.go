@@ -52,6 +52,9 @@ func CheckSpec(spec cluster.Spec) error {
 	if spec.Pinning != nil {
 		refuse("scheduling.pinning", "needs strandlab's pinning extender and a kube-scheduler configured to call it, which the existing provider cannot configure (a managed control plane does not allow it); use pinning: none (the cluster's scheduler places the pods)")
 	}
+	if spec.CSIDeployment != "" {
+		refuse("--csi-driver", "%s deploys a CSI driver, which the existing provider does not install; the volumes come from the cluster's cluster.storageClass", spec.CSIDeployment)
+	}
 	if spec.CSIDriverName != "" {
 		refuse("cluster.csiDriver", "names strandlab's own CSI driver, which the existing provider does not install; the volumes come from the cluster's cluster.storageClass")
 	}

@@ -43,6 +43,8 @@ func TestCheckSpec(t *testing.T) {
 			want: []string{"builds: a controller build needs its own kube-controller-manager (/bin/kcm-fix)"}},
 		{name: "controller flags", change: func(s *cluster.Spec) { s.ControllerManagerArgs = []string{"--v=4"} },
 			want: []string{"builds: kube-controller-manager flags [--v=4]"}},
+		{name: "a CSI driver deployed", change: func(s *cluster.Spec) { s.CSIDeployment = cluster.CSIUpstream },
+			want: []string{"--csi-driver: upstream deploys a CSI driver"}},
 		{name: "strandlab's CSI driver", change: func(s *cluster.Spec) { s.CSIDriverName = "hostpath.csi.k8s.io" },
 			want: []string{"cluster.csiDriver:"}},
 		{name: "simulated kubelets' status pace", change: func(s *cluster.Spec) { s.NodeStatusUpdateFrequency = time.Second },

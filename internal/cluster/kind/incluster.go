@@ -149,6 +149,57 @@ func (c *Cluster) startCSI(ctx context.Context, admin kubernetes.Interface, imag
 	return nil
 }
 
+// upstreamCSIManifest is manifests/kind/csi-hostpath-upstream.yaml under the
+// scenario's driver name.
+func upstreamCSIManifest(driver string) []byte {
+	return bytes.ReplaceAll(manifests.KindCSIUpstream, []byte(manifests.CSIDriverName), []byte(driver))
+}
+
+// startUpstreamCSI deploys upstream's csi-driver-host-path (run
+// --csi-driver upstream) and waits until its one replica is ready and the
+// kubelet of its node has registered the driver. Its images come from
+// registry.k8s.io: without a registry (this project's build machine) the
+// pod never starts and the wait names the cause.
+func (c *Cluster) startUpstreamCSI(ctx context.Context, admin kubernetes.Interface, _ map[string]string, driver string) error {
+	driverObjects := bytes.ReplaceAll(manifests.CSIDriver, []byte(manifests.CSIDriverName), []byte(driver))
+	if err := apply.Create(ctx, admin, manifests.CSIRBAC, driverObjects, upstreamCSIManifest(driver)); err != nil {
+		return err
+	}
+	last := "the StatefulSet kube-system/csi-hostpath-upstream has no ready replica"
+	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := admin.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{LabelSelector: "app=csi-hostpath-upstream"})
+		if err != nil || len(pods.Items) == 0 {
+			return false, nil
+		}
+		p := pods.Items[0]
+		for _, st := range p.Status.ContainerStatuses {
+			if w := st.State.Waiting; w != nil && w.Reason != "" {
+				last = fmt.Sprintf("pod %s: container %s is waiting: %s %s", p.Name, st.Name, w.Reason, w.Message)
+				return false, nil
+			}
+		}
+		if p.Spec.NodeName == "" || p.Status.Phase != "Running" {
+			last = fmt.Sprintf("pod %s is %s", p.Name, p.Status.Phase)
+			return false, nil
+		}
+		csiNode, err := admin.StorageV1().CSINodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		for _, d := range csiNode.Spec.Drivers {
+			if d.Name == driver {
+				return true, nil
+			}
+		}
+		last = fmt.Sprintf("the kubelet of %s has not registered %s", p.Spec.NodeName, driver)
+		return false, nil
+	})
+	if err != nil {
+		return fmt.Errorf("upstream CSI driver (--csi-driver upstream) not ready: %w (%s)", err, last)
+	}
+	return nil
+}
+
 func deploymentAvailable(d *appsv1.Deployment) bool {
 	for _, c := range d.Status.Conditions {
 		if c.Type == appsv1.DeploymentAvailable && c.Status == "True" {

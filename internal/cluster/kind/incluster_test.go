@@ -6,6 +6,7 @@ import (
 
 	appsv1 "k8s.io/api/apps/v1"
 
+	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/apply"
 )
 
@@ -57,5 +58,43 @@ func TestCSIManifest(t *testing.T) {
 	}
 	if !deployment.Spec.Template.Spec.HostNetwork || !daemonSet.Spec.Template.Spec.HostNetwork {
 		t.Errorf("the CSI pods must use the host network (no kube-proxy in the cluster)")
+	}
+}
+
+// TestUpstreamCSIManifest: run --csi-driver upstream deploys upstream's
+// hostpath driver (a StatefulSet strandlab's apply can create) under the
+// scenario's driver name, with attach on, and only on one worker.
+func TestUpstreamCSIManifest(t *testing.T) {
+	objs, err := apply.Decode(upstreamCSIManifest("strandlab.example.com"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sts *appsv1.StatefulSet
+	for _, o := range objs {
+		if s, ok := o.(*appsv1.StatefulSet); ok {
+			sts = s
+		}
+	}
+	if sts == nil || sts.Spec.Template.Labels["app"] != "csi-hostpath-upstream" {
+		t.Fatalf("want the StatefulSet csi-hostpath-upstream (label app, which the start waits on), got %+v", sts)
+	}
+	args := ""
+	for _, c := range sts.Spec.Template.Spec.Containers {
+		args += strings.Join(c.Args, " ") + " "
+	}
+	if !strings.Contains(args, "--drivername=strandlab.example.com") || !strings.Contains(args, "--enable-attach") {
+		t.Errorf("the upstream driver does not serve the scenario's name with attach: %s", args)
+	}
+	for _, tc := range []struct {
+		spec    cluster.Spec
+		wantErr string
+	}{
+		{cluster.Spec{Nodes: 1, CSIDeployment: cluster.CSIUpstream}, ""},
+		{cluster.Spec{Nodes: 3, CSIDeployment: cluster.CSIUpstream}, "cluster.nodes: 3; --csi-driver upstream keeps every volume on the one node"},
+	} {
+		err := (&Provider{}).CheckSpec(tc.spec)
+		if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
+			t.Errorf("CheckSpec(%d workers, upstream) = %v, want %q", tc.spec.Nodes, err, tc.wantErr)
+		}
 	}
 }

@@ -86,6 +86,9 @@ func (p *Provider) RunsControllerBuilds() {}
 // machine cannot start: more nodes than the Docker host's inotify limit
 // holds (checkInotify).
 func (p *Provider) CheckSpec(spec cluster.Spec) error {
+	if spec.CSIDeployment == cluster.CSIUpstream && spec.Nodes != 1 {
+		return fmt.Errorf("cluster.nodes: %d; --csi-driver upstream keeps every volume on the one node its driver runs on: run 1 worker", spec.Nodes)
+	}
 	if err := checkInotify(spec.Nodes); err != nil {
 		return fmt.Errorf("cluster.nodes: %w", err)
 	}
@@ -338,7 +341,11 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	if err := c.loadImages(ctx, p.images); err != nil {
 		return nil, err
 	}
-	if err := c.startCSI(ctx, admin, p.images, driver); err != nil {
+	startCSI := c.startCSI
+	if spec.CSIDeployment == cluster.CSIUpstream {
+		startCSI = c.startUpstreamCSI
+	}
+	if err := startCSI(ctx, admin, p.images, driver); err != nil {
 		c.collectLogs(spec.OutputDir)
 		return nil, fmt.Errorf("kind cluster %s: %w", name, err)
 	}

@@ -69,6 +69,15 @@ func (p *Provider) Name() string { return "local" }
 // RunsControllerBuilds: Spec.ControllerManager replaces the stock binary.
 func (p *Provider) RunsControllerBuilds() {}
 
+// CheckSpec refuses what the local provider cannot run: upstream's CSI
+// driver (its images need kind's real nodes and a registry).
+func (p *Provider) CheckSpec(spec cluster.Spec) error {
+	if spec.CSIDeployment == cluster.CSIUpstream {
+		return fmt.Errorf("--csi-driver: %s runs only on kind (its images need real nodes and a registry); the local provider runs strandlab's driver", spec.CSIDeployment)
+	}
+	return nil
+}
+
 // Available checks what Prepare and Start need: the preset binaries, or
 // the go command and the pinning modules to build them from.
 func (p *Provider) Available(ctx context.Context) error {
