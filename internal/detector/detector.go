@@ -5,7 +5,6 @@
 package detector
 
 import (
-	"crypto/sha256"
 	"fmt"
 	"slices"
 	"sort"
@@ -13,6 +12,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
+
+	"github.com/strandlab/strandlab/internal/csinames"
 )
 
 // Kind of finding.
@@ -106,15 +107,15 @@ func Strandable(pod *corev1.Pod) bool {
 
 // AttachmentName is the name the attach/detach controller gives the
 // VolumeAttachment of a CSI volume on a node, so that a finding names it
-// even while it does not exist (mirrors getAttachmentName in
-// k8s.io/kubernetes pkg/volume/csi/csi_attacher.go).
+// even while it does not exist (csinames.VolumeAttachmentName).
 func AttachmentName(volumeHandle, driver, node string) string {
-	return fmt.Sprintf("csi-%x", sha256.Sum256([]byte(volumeHandle+driver+node)))
+	return csinames.VolumeAttachmentName(volumeHandle, driver, node)
 }
 
-// UniqueVolumeName of a CSI volume: kubernetes.io/csi/<driver>^<handle>.
+// UniqueVolumeName of a CSI volume: kubernetes.io/csi/<driver>^<handle>
+// (csinames.UniqueVolumeName), as a string.
 func UniqueVolumeName(driver, handle string) string {
-	return "kubernetes.io/csi/" + driver + "^" + handle
+	return string(csinames.UniqueVolumeName(driver, handle))
 }
 
 // podVolume is one attachable CSI volume a pod uses.
