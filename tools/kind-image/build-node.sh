@@ -175,9 +175,9 @@ docker exec "$builder" bash -euc '
   for t in /kind/images/*.tar; do
     ctr -n k8s.io images import --all-platforms --digests --snapshotter=overlayfs "$t" >/dev/null
   done
-  # --digests also names each image import-<date>@sha256:...; only the
-  # registry names are the images.
-  refs=$(ctr -n k8s.io images ls -q | grep -v "^import-")
+  # --digests also names each image import-<date>@sha256:..., and ctr
+  # lists images by config digest too; only the references are the images.
+  refs=$(ctr -n k8s.io images ls -q | grep -v -e "^import-" -e "^sha256:")
   for ref in $refs; do
     ctr -n k8s.io images label "$ref" io.cri-containerd.pinned=pinned >/dev/null
   done
