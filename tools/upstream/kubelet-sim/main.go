@@ -17,9 +17,11 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
@@ -95,6 +97,10 @@ func run() error {
 	if err != nil {
 		return usageError{fmt.Errorf("--node %s: %w", name, err)}
 	}
+	heartbeat, err := kubernetes.NewForConfig(heartbeatConfig(cfg, *statusEvery, node.DefaultNodeLeaseDurationSeconds))
+	if err != nil {
+		return usageError{fmt.Errorf("--node %s: %w", name, err)}
+	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -112,7 +118,7 @@ func run() error {
 		}
 		vols = m
 	}
-	sim, err := node.NewNode(node.Config{NodeName: name, Client: client, KubeletVersion: *version, PodCIDRIndex: *cidrIndex,
+	sim, err := node.NewNode(node.Config{NodeName: name, Client: client, HeartbeatClient: heartbeat, KubeletVersion: *version, PodCIDRIndex: *cidrIndex,
 		Volumes: vols, NodeLister: nodeLister, NodeStatusUpdateFrequency: *statusEvery, NodeStatusReportFrequency: *reportEvery,
 		FailedMountOnTimeout: *failedMountOnTimeout})
 	if err != nil {
@@ -124,4 +130,18 @@ func run() error {
 		return fmt.Errorf("node %s: %w", name, err)
 	}
 	return nil
+}
+
+// heartbeatConfig is the node status and Lease client's configuration, as
+// cmd/kubelet/app.RunKubelet makes the kubelet's heartbeat client: the
+// kubelet's client without a rate limit (QPS -1), with a timeout of the
+// status update period, or the Lease's duration if that is shorter.
+func heartbeatConfig(cfg *rest.Config, statusEvery time.Duration, leaseSeconds int32) *rest.Config {
+	hb := rest.CopyConfig(cfg)
+	hb.Timeout = statusEvery
+	if lease := time.Duration(leaseSeconds) * time.Second; hb.Timeout > lease {
+		hb.Timeout = lease
+	}
+	hb.QPS = -1
+	return hb
 }

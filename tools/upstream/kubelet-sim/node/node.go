@@ -47,6 +47,12 @@ type Config struct {
 	NodeName string
 	// Client acts as system:node:<NodeName>.
 	Client kubernetes.Interface
+	// HeartbeatClient is the node's client for its status and Lease, as
+	// the kubelet's own (cmd/kubelet/app.RunKubelet's heartbeat client):
+	// no client-side rate limit, so a busy pod sync never delays a status
+	// update, and a timeout of the status update period (main.go builds
+	// it). nil: Client.
+	HeartbeatClient kubernetes.Interface
 	// KubeletVersion is reported in node.status.nodeInfo.
 	KubeletVersion string
 	// Capacity of the node; defaults to 8 CPUs, 32Gi memory, 110 pods.
@@ -91,6 +97,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.Volumes == nil {
 		c.Volumes = NoVolumes{}
+	}
+	if c.HeartbeatClient == nil {
+		c.HeartbeatClient = c.Client
 	}
 	if c.NodeStatusUpdateFrequency == 0 {
 		c.NodeStatusUpdateFrequency = DefaultNodeStatusUpdateFrequency

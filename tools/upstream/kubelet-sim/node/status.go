@@ -90,7 +90,7 @@ func (n *Node) Run(ctx context.Context) error {
 	// The upstream kubelet heartbeats through its node Lease with this very
 	// controller (kubelet.NewMainKubelet -> lease.NewController).
 	renew := time.Duration(float64(time.Duration(n.cfg.NodeLeaseDurationSeconds)*time.Second) * nodeLeaseRenewIntervalFraction)
-	leases := lease.NewController(clock.RealClock{}, n.cfg.Client, n.cfg.NodeName, n.cfg.NodeLeaseDurationSeconds,
+	leases := lease.NewController(clock.RealClock{}, n.cfg.HeartbeatClient, n.cfg.NodeName, n.cfg.NodeLeaseDurationSeconds,
 		nil, renew, n.cfg.NodeName, corev1.NamespaceNodeLease, n.setLeaseOwner)
 	n.pods = newPodWorkers(n)
 	// The lease and pod loops end with ctx; Run returns only after they
@@ -184,7 +184,7 @@ func (n *Node) tryUpdateNodeStatus(ctx context.Context, try int, force bool) err
 	if try == 0 && n.nodes != nil {
 		original, err = n.nodes.Get(n.cfg.NodeName)
 	} else {
-		original, err = n.cfg.Client.CoreV1().Nodes().Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
+		original, err = n.cfg.HeartbeatClient.CoreV1().Nodes().Get(ctx, n.cfg.NodeName, metav1.GetOptions{})
 	}
 	if err != nil {
 		return fmt.Errorf("get node %s: %w", n.cfg.NodeName, err)
@@ -212,7 +212,7 @@ func (n *Node) tryUpdateNodeStatus(ctx context.Context, try int, force bool) err
 	for i := range node.Status.Conditions {
 		node.Status.Conditions[i].LastHeartbeatTime = now
 	}
-	updated, _, err := nodeutil.PatchNodeStatus(n.cfg.Client.CoreV1(), types.NodeName(n.cfg.NodeName), original, node)
+	updated, _, err := nodeutil.PatchNodeStatus(n.cfg.HeartbeatClient.CoreV1(), types.NodeName(n.cfg.NodeName), original, node)
 	if err != nil {
 		return err
 	}
@@ -298,7 +298,7 @@ func (n *Node) setLeaseOwner(l *coordinationv1.Lease) error {
 	if len(l.OwnerReferences) > 0 {
 		return nil
 	}
-	node, err := n.cfg.Client.CoreV1().Nodes().Get(context.TODO(), n.cfg.NodeName, metav1.GetOptions{})
+	node, err := n.cfg.HeartbeatClient.CoreV1().Nodes().Get(context.TODO(), n.cfg.NodeName, metav1.GetOptions{})
 	if err != nil {
 		return err
 	}
