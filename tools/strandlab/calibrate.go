@@ -212,6 +212,9 @@ func readCalibrationRuns(paths []string) ([]calibration.Run, error) {
 		if r.Provider == "" {
 			return nil, fmt.Errorf("--reports: %s names no provider", p)
 		}
+		if len(r.Builds) == 0 {
+			continue // stopped before it measured anything (as calibrationRuns)
+		}
 		runs = append(runs, calibration.Run{Provider: r.Provider, Report: r, Path: p})
 	}
 	return runs, nil
@@ -285,13 +288,19 @@ func calibrationRuns(ctx context.Context, o calibrateOptions, dir string, stderr
 			if rerr != nil {
 				return runs, errors.Join(err, rerr)
 			}
-			runs = append(runs, calibration.Run{Provider: j.provider, Report: r, Path: path})
+			// A run stopped before its first build's churn measured
+			// nothing: it is not one of the table's runs.
+			if len(r.Builds) > 0 {
+				runs = append(runs, calibration.Run{Provider: j.provider, Report: r, Path: path})
+			}
+		}
+		// Interrupted (in any phase, the cluster's start included: its
+		// error is then the cancellation's) comes first.
+		if ctx.Err() != nil {
+			return runs, &exitError{exitInterrupted, errors.New("interrupted; the table of what ran is written")}
 		}
 		if err != nil {
 			return runs, err
-		}
-		if ctx.Err() != nil {
-			return runs, &exitError{exitInterrupted, errors.New("interrupted; the table of what ran is written")}
 		}
 	}
 	return runs, nil

@@ -70,6 +70,12 @@ func TestCalibrateTablesWrittenReports(t *testing.T) {
 		reports = append(reports, calibrationReport(t, in, "local", seed, true, 1100*time.Millisecond),
 			filepath.Join(calibrationReport(t, in, "kind", seed, seed != 2, 4700*time.Millisecond), "report.json"))
 	}
+	// A run interrupted while its cluster started measured nothing: not a run of the table.
+	empty := filepath.Join(in, "interrupted")
+	if err := report.Write(&report.Report{RunID: "interrupted", Scenario: "seed-122413", Provider: "local", Seed: 4, Interrupted: true}, empty, ""); err != nil {
+		t.Fatal(err)
+	}
+	reports = append(reports, empty)
 	var stdout, stderr strings.Builder
 	err := calibrate(context.Background(), calibrateOptions{providers: [2]string{"local", "kind"}, reports: reports, output: out,
 		command: "strandlab calibrate --reports ..."}, &stdout, &stderr)
@@ -89,6 +95,7 @@ func TestCalibrateTablesWrittenReports(t *testing.T) {
 		"| seed-122413 | stock | first cycle stranded | 3 / 3 runs", "2 / 3 runs",
 		"| seed-122413 | stock | delete → detach | 1100 / 1100 (3) | 4700 / 4700 (3) | -3600 | 1.00 |",
 		"| seed-122413 | kind | 3 | 1–3 | stock 3 | 0 |",
+		"| seed-122413 | local | 3 | 1–3 | stock 3 | 0 |",
 	} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("calibration.md lacks %q:\n%s", want, md)
