@@ -18,6 +18,7 @@ var controls = map[string]string{
 	"mirror-safety.yaml": "mirror-safety-control.yaml",
 	"node-delay.yaml":    "node-delay-control.yaml",
 	"soak.yaml":          "soak-control.yaml",
+	"soak-kind.yaml":     "soak-control-kind.yaml",
 }
 
 // A control differs from its faulted scenario by proxy.rules alone, so
