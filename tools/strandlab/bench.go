@@ -124,8 +124,7 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error 
 	opts := runner.Options{Builds: []string{kcmbuild.Stock}, Cycles: o.cycles, OutputDir: dir, RepoRoot: root, Progress: stderr,
 		RequestsByClient: true, Provider: provider}
 	// Only providers whose components' CPU can be read (benchProviders).
-	opts.Providers = cluster.NewRegistry(&local.Provider{RepoRoot: root, Progress: stderr},
-		&kind.Provider{RepoRoot: root, Progress: stderr, NodeImage: os.Getenv(kind.NodeImageEnv)})
+	opts.Providers = ownClusterProviders(root, stderr)
 	prepared := make([]*scenario.Scenario, len(o.scenarios))
 	for i, path := range o.scenarios {
 		po := opts
@@ -167,6 +166,14 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error 
 	}
 	fmt.Fprintf(stdout, "\n%s\n%s\n", BenchTable(b), path)
 	return runErr
+}
+
+// ownClusterProviders are the providers that start clusters of their own
+// with strandlab's controller builds, local and kind: what bench and
+// calibrate run on.
+func ownClusterProviders(root string, progress io.Writer) *cluster.Registry {
+	return cluster.NewRegistry(&local.Provider{RepoRoot: root, Progress: progress},
+		&kind.Provider{RepoRoot: root, Progress: progress, NodeImage: os.Getenv(kind.NodeImageEnv)})
 }
 
 // gitCommit is the checkout's commit, with "-dirty" when tracked files

@@ -18,9 +18,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strandlab/strandlab/internal/calibration"
-	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/cluster/kind"
-	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/runner"
 	"github.com/strandlab/strandlab/internal/scenario"
@@ -234,8 +231,7 @@ func calibrationRuns(ctx context.Context, o calibrateOptions, dir string, stderr
 		return nil, err
 	}
 	base := runner.Options{Builds: o.builds, Cycles: o.cycles, OutputDir: dir, RepoRoot: root, Progress: stderr,
-		Providers: cluster.NewRegistry(&local.Provider{RepoRoot: root, Progress: stderr},
-			&kind.Provider{RepoRoot: root, Progress: stderr, NodeImage: os.Getenv(kind.NodeImageEnv)})}
+		Providers: ownClusterProviders(root, stderr)}
 	type job struct {
 		path     string
 		sc       *scenario.Scenario
