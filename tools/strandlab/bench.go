@@ -69,8 +69,8 @@ interrupted (what was measured is written), 1 when the harness failed.`,
 			if cycles < 1 {
 				return fmt.Errorf("--cycles: %d, want at least 1", cycles)
 			}
-			if !slices.Contains(benchProviders, provider) {
-				return fmt.Errorf("--provider: %q, want one of %s (an existing cluster's components are not measured)", provider, strings.Join(benchProviders, ", "))
+			if !slices.Contains(ownProviderNames, provider) {
+				return fmt.Errorf("--provider: %q, want one of %s (an existing cluster's components are not measured)", provider, strings.Join(ownProviderNames, ", "))
 			}
 			return bench(cmd.Context(), benchOptions{cycles: cycles, output: output, provider: provider, scenarios: scenarios,
 				command: "strandlab " + strings.Join(os.Args[1:], " ")}, os.Stdout, os.Stderr)
@@ -79,14 +79,16 @@ interrupted (what was measured is written), 1 when the harness failed.`,
 	f := cmd.Flags()
 	f.IntVar(&cycles, "cycles", 1000, "cycles per profile (make bench: BENCH_CYCLES)")
 	f.StringVar(&output, "output", "_output", "output directory (relative to the repository root)")
-	f.StringVar(&provider, "provider", "local", "the cluster provider the profiles run on: "+strings.Join(benchProviders, " or ")+" (make bench: PROVIDER)")
+	f.StringVar(&provider, "provider", "local", "the cluster provider the profiles run on: "+strings.Join(ownProviderNames, " or ")+" (make bench: PROVIDER)")
 	f.StringSliceVar(&scenarios, "scenario", benchScenarios, "the profiles: scenario files, comma-separated or repeated")
 	return cmd
 }
 
-// benchProviders are the providers whose components' CPU the bench can
-// read: local's processes, kind's control groups.
-var benchProviders = []string{"local", "kind"}
+// ownProviderNames are the providers that start clusters of their own with
+// strandlab's controller builds (ownClusterProviders): what calibrate runs
+// on, and the ones whose components' CPU the bench can read (local's
+// processes, kind's control groups).
+var ownProviderNames = []string{"local", "kind"}
 
 type benchOptions struct {
 	cycles    int
@@ -123,7 +125,7 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error 
 	// so that one file measures both providers.
 	opts := runner.Options{Builds: []string{kcmbuild.Stock}, Cycles: o.cycles, OutputDir: dir, RepoRoot: root, Progress: stderr,
 		RequestsByClient: true, Provider: provider}
-	// Only providers whose components' CPU can be read (benchProviders).
+	// Only providers whose components' CPU can be read (ownProviderNames).
 	opts.Providers = ownClusterProviders(root, stderr)
 	prepared := make([]*scenario.Scenario, len(o.scenarios))
 	for i, path := range o.scenarios {

@@ -24,10 +24,6 @@ import (
 	"github.com/strandlab/strandlab/internal/upstream"
 )
 
-// calibrateProviders are the providers calibrate can run: the two that
-// start their own clusters with strandlab's controller builds.
-var calibrateProviders = []string{"local", "kind"}
-
 // calibrateCommand is `strandlab calibrate`: the same profiles, seeds and
 // builds on two providers, and the table that says whether they agree
 // (internal/calibration; docs/kind.md, "Calibration").
@@ -75,8 +71,8 @@ ran is written), 1 when the harness failed.`,
 				}
 			} else {
 				for _, p := range providers {
-					if !slices.Contains(calibrateProviders, p) {
-						return fmt.Errorf("--providers: %q, want two of %s (providers that run strandlab's controller builds)", p, strings.Join(calibrateProviders, ", "))
+					if !slices.Contains(ownProviderNames, p) {
+						return fmt.Errorf("--providers: %q, want two of %s (providers that run strandlab's controller builds)", p, strings.Join(ownProviderNames, ", "))
 					}
 				}
 				if len(o.scenarios) == 0 {
