@@ -103,6 +103,19 @@ func runSeed(t *testing.T, root, bin string, seed int) report.Build {
 			}
 		}
 	}
+	// And what the nodes' container runtime took, from the kubelets' own
+	// metrics: the deleted pod's stop on both builds, the replacement's
+	// start where it ran (fix; stock's replacement strands before its
+	// sandbox is made).
+	wantOps := map[string][]string{"stock": {"stop_container", "stop_podsandbox"},
+		"fix": {"stop_container", "stop_podsandbox", "run_podsandbox", "create_container", "start_container"}}
+	for name, ops := range wantOps {
+		for _, op := range ops {
+			if o := builds[name].RuntimeOps[op]; o.Count == 0 || o.P50MS <= 0 {
+				t.Errorf("seed %d: build %s: runtime_ops[%s] = %+v, want a count and a median (all: %v)", seed, name, op, o, builds[name].RuntimeOps)
+			}
+		}
+	}
 	if err != nil && stock.Stranded != 0 {
 		t.Fatalf("seed %d: --check failed although stock stranded\n%s", seed, tail(string(output), 30))
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/pinning"
 	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/runtimeops"
 	"github.com/strandlab/strandlab/internal/usage"
 )
 
@@ -35,6 +36,9 @@ type Spec struct {
 	// NodeStatusReportFrequency: the kubelets write an unchanged status
 	// after this long (default 5m, the kubelet's).
 	NodeStatusReportFrequency time.Duration
+	// Seed is the run's seed: the simulated kubelets seed their container
+	// runtime's draws with it (and their node's index).
+	Seed int64
 	// FailedMountOnTimeout: the simulated kubelets record FailedMount when a
 	// pod's volumes are not mounted within 2m3s, as kubelets up to v1.27 did.
 	FailedMountOnTimeout bool
@@ -208,6 +212,15 @@ type ProcessLister interface {
 // error means no figures for this reading, not a failed run.
 type UsageSampler interface {
 	SampleUsage(ctx context.Context) ([]usage.Sample, error)
+}
+
+// RuntimeOpsReader is a cluster whose nodes run real kubelets and
+// container runtimes (kind): how long the runtime has taken to start and
+// stop pods so far, from the kubelets' own metrics, read around the churn
+// like UsageSampler's samples. kubelet-sim's simulated runtime draws from
+// what it reads (docs/kubelet-sim.md).
+type RuntimeOpsReader interface {
+	RuntimeOps(ctx context.Context) (runtimeops.Ops, error)
 }
 
 // Process is one running process of a component.

@@ -38,6 +38,8 @@ var rules = []struct {
 		[]string{"k8s.io/", "sigs.k8s.io/", "gonum.org/", module}},
 	{"internal/apfcount", "the per-client FlowSchemas are planned and counted from data; the local provider makes the API calls",
 		[]string{"k8s.io/client-go", module + "internal/cluster", "github.com/prometheus/procfs"}},
+	{"internal/runtimeops", "runtime operation histograms are arithmetic: the kind provider reads and parses the kubelets' metrics",
+		[]string{"k8s.io/", "sigs.k8s.io/", "github.com/prometheus/", "gonum.org/", module}},
 	{"internal/calibration", "calibration compares reports: no cluster, no API client, no runner",
 		[]string{"k8s.io/client-go", module + "internal/churn", module + "internal/cluster", module + "internal/proxy", module + "internal/runner", "github.com/prometheus/"}},
 	{"internal/report", "the report is the JSON contract plus renderers",

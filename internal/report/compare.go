@@ -597,7 +597,7 @@ func WritePlot(r *Report, path string) error {
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, png)
+	return WriteFileAtomic(path, png)
 }
 
 // Plot geometry.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/runtimeops"
 	"github.com/strandlab/strandlab/internal/usage"
 )
 
@@ -300,6 +301,10 @@ type buildPool struct {
 	byClient perCycleMean
 	cpu      perCycleMean
 	memory   map[string]usage.Peak
+	// runtime pools the runs' runtime operations; runtimeErr says why it
+	// cannot (different buckets).
+	runtime    runtimeops.Ops
+	runtimeErr error
 	// rounds of every report pooled, each naming its run; noRounds and
 	// noEpisodes name the runs whose report lacks per-round counts or
 	// stranding episodes (written before they were counted).
@@ -431,6 +436,14 @@ func (p *buildPool) add(x Build, runID string) {
 		q := p.memory[k]
 		p.memory[k] = usage.Peak{SumMiB: max(q.SumMiB, m.SumMiB), MaxProcessMiB: max(q.MaxProcessMiB, m.MaxProcessMiB), Processes: max(q.Processes, m.Processes)}
 	}
+	if len(x.RuntimeOps) > 0 {
+		sum, err := runtimeops.Add(p.runtime, RuntimeOpsHistograms(x))
+		if err != nil {
+			p.runtimeErr = err
+		} else {
+			p.runtime = sum
+		}
+	}
 	b.Proxy.EventsDelayed += x.Proxy.EventsDelayed
 	b.Proxy.MaxQueueDepth = max(b.Proxy.MaxQueueDepth, x.Proxy.MaxQueueDepth)
 }
@@ -505,6 +518,11 @@ func (p *buildPool) build() (Build, []string) {
 		setCPUTotals(&b)
 	}
 	b.MemoryPeakMiB = p.memory
+	if p.runtimeErr != nil {
+		notes = append(notes, fmt.Sprintf("build %s: no runtime_ops: the reports bucket them differently (%v)", b.Name, p.runtimeErr))
+	} else {
+		AddRuntimeOps(&b, p.runtime)
+	}
 	return b, notes
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/detector"
 	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/runtimeops"
 	"github.com/strandlab/strandlab/internal/stats"
 )
 
@@ -576,4 +577,36 @@ func TestMergeEpisodesAndRounds(t *testing.T) {
 			}
 		}
 	})
+}
+
+// The container runtime's operations of kind reports are pooled by summing
+// their histograms, the percentiles read from the sum; reports bucketed
+// differently pool none, with a note. report.md tables them.
+func TestRuntimeOpsPooledAndTabled(t *testing.T) {
+	bounds := []float64{0.01, 0.1, 1}
+	in := twoRuns()
+	AddRuntimeOps(&in[0].Report.Builds[0], runtimeops.Ops{runtimeops.RunPodSandbox: {Bounds: bounds, Counts: []uint64{0, 3, 1, 0}}})
+	AddRuntimeOps(&in[1].Report.Builds[0], runtimeops.Ops{runtimeops.RunPodSandbox: {Bounds: bounds, Counts: []uint64{0, 1, 3, 0}}})
+	m, err := Merge(in, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := m.Builds[0].RuntimeOps[runtimeops.RunPodSandbox]
+	if got.Count != 8 || !slices.Equal(got.Histogram.Counts, []uint64{0, 4, 4, 0}) || math.Abs(got.P50MS-100) > 1e-6 {
+		t.Errorf("pooled run_podsandbox %+v; want 8 operations, counts [0 4 4 0], p50 100 ms", got)
+	}
+	if md := Markdown(m); !strings.Contains(md, "## The container runtime") || !strings.Contains(md, "| stock | run_podsandbox | 8 | 100 / ") {
+		t.Errorf("report.md lacks the runtime table:\n%s", md)
+	}
+
+	in = twoRuns()
+	AddRuntimeOps(&in[0].Report.Builds[0], runtimeops.Ops{runtimeops.RunPodSandbox: {Bounds: bounds, Counts: []uint64{0, 3, 1, 0}}})
+	AddRuntimeOps(&in[1].Report.Builds[0], runtimeops.Ops{runtimeops.RunPodSandbox: {Bounds: []float64{1}, Counts: []uint64{1, 0}}})
+	m, err = Merge(in, MergeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(m.Builds[0].RuntimeOps) != 0 || !slices.ContainsFunc(m.Notes, func(n string) bool { return strings.Contains(n, "no runtime_ops") }) {
+		t.Errorf("differently bucketed: runtime_ops %v, notes %q", m.Builds[0].RuntimeOps, m.Notes)
+	}
 }

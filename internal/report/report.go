@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +19,7 @@ import (
 	"github.com/strandlab/strandlab/internal/detector"
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/runtimeops"
 	"github.com/strandlab/strandlab/internal/stats"
 	"github.com/strandlab/strandlab/internal/timeline"
 	"github.com/strandlab/strandlab/internal/usage"
@@ -103,9 +105,13 @@ type Build struct {
 	CPUSecondsTotalPerCycle float64               `json:"cpu_seconds_total_per_cycle,omitempty"`
 	HarnessCPUShare         float64               `json:"harness_cpu_share,omitempty"`
 	MemoryPeakMiB           map[string]usage.Peak `json:"memory_peak_mib,omitempty"`
-	PinningSameNodeRatio    float64               `json:"pinning_same_node_ratio"`
-	Proxy                   ProxyStats            `json:"proxy"`
-	Strandings              []Stranding           `json:"strandings"`
+	// RuntimeOps is how long the nodes' container runtime took to start
+	// and stop pods during the churn, by operation, from real kubelets'
+	// own metrics (kind; RuntimeOp): what kubelet-sim's runtime draws from.
+	RuntimeOps           map[string]RuntimeOp `json:"runtime_ops,omitempty"`
+	PinningSameNodeRatio float64              `json:"pinning_same_node_ratio"`
+	Proxy                ProxyStats           `json:"proxy"`
+	Strandings           []Stranding          `json:"strandings"`
 	// SafetyFindings are the safety violations, one per episode (a
 	// condition holding continuously), with evidence and timeline.
 	SafetyFindings []SafetyFinding `json:"safety_findings"`
@@ -394,6 +400,42 @@ func setCPUTotals(b *Build) {
 	}
 }
 
+// RuntimeOp is one container runtime operation during the churn: how many,
+// the median and 90th percentile (read from the histogram's buckets,
+// runtimeops.Quantile), and the histogram itself, which merge pools and
+// `strandlab runtime-timings` turns into kubelet-sim's timings.
+type RuntimeOp struct {
+	Count     uint64               `json:"count"`
+	P50MS     float64              `json:"p50_ms"`
+	P90MS     float64              `json:"p90_ms"`
+	Histogram runtimeops.Histogram `json:"histogram"`
+}
+
+// AddRuntimeOps fills the build's runtime operations from their histograms
+// over the churn; operations not seen are left out.
+func AddRuntimeOps(b *Build, ops runtimeops.Ops) {
+	for op, h := range ops {
+		n := h.Total()
+		if n == 0 {
+			continue
+		}
+		if b.RuntimeOps == nil {
+			b.RuntimeOps = map[string]RuntimeOp{}
+		}
+		b.RuntimeOps[op] = RuntimeOp{Count: n, Histogram: h,
+			P50MS: float64(runtimeops.Quantile(h, 0.5)) / 1e6, P90MS: float64(runtimeops.Quantile(h, 0.9)) / 1e6}
+	}
+}
+
+// RuntimeOpsHistograms are the histograms of b's runtime operations.
+func RuntimeOpsHistograms(b Build) runtimeops.Ops {
+	out := runtimeops.Ops{}
+	for op, r := range b.RuntimeOps {
+		out[op] = r.Histogram
+	}
+	return out
+}
+
 // AddRequestsByClient fills the build's requests per cycle by client from
 // each client's requests during the churn (usage.Delta of the API
 // server's counts before and after).
@@ -451,16 +493,16 @@ func Write(r *Report, dir, latest string) error {
 		if err := os.MkdirAll(d, 0o755); err != nil {
 			return err
 		}
-		if err := writeAtomic(filepath.Join(d, "report.json"), append(js, '\n')); err != nil {
+		if err := WriteFileAtomic(filepath.Join(d, "report.json"), append(js, '\n')); err != nil {
 			return err
 		}
-		if err := writeAtomic(filepath.Join(d, "report.md"), md); err != nil {
+		if err := WriteFileAtomic(filepath.Join(d, "report.md"), md); err != nil {
 			return err
 		}
 		if compareMD == nil {
 			continue
 		}
-		if err := writeAtomic(filepath.Join(d, CompareMarkdownFile), compareMD); err != nil {
+		if err := WriteFileAtomic(filepath.Join(d, CompareMarkdownFile), compareMD); err != nil {
 			return err
 		}
 		if plotErr != nil {
@@ -469,14 +511,16 @@ func Write(r *Report, dir, latest string) error {
 			}
 			continue
 		}
-		if err := writeAtomic(filepath.Join(d, ComparePlotFile), comparePNG); err != nil {
+		if err := WriteFileAtomic(filepath.Join(d, ComparePlotFile), comparePNG); err != nil {
 			return err
 		}
 	}
 	return plotErr
 }
 
-func writeAtomic(path string, data []byte) error {
+// WriteFileAtomic writes data to path through a temporary file in its
+// directory, so an interrupted write leaves the old file whole.
+func WriteFileAtomic(path string, data []byte) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
 	if err != nil {
 		return err
@@ -623,6 +667,29 @@ func writeCycleSteps(b *bytes.Buffer, r *Report) {
 		}
 		fmt.Fprintf(b, "| %s | %d | %.0f / %.0f | %d | %.0f / %.0f |\n", bld.Name, d.Cycles, d.DeleteToDetach.P50, d.DeleteToDetach.P99,
 			d.ListedCycles, d.ListedToDetach.P50, d.ListedToDetach.P99)
+	}
+	writeRuntimeOps(b, r)
+}
+
+// writeRuntimeOps tables the container runtime's operations of the builds
+// that read them (real kubelets).
+func writeRuntimeOps(b *bytes.Buffer, r *Report) {
+	header := false
+	for _, bld := range r.Builds {
+		if len(bld.RuntimeOps) == 0 {
+			continue
+		}
+		if !header {
+			b.WriteString("\n## The container runtime\n\nThe nodes' CRI calls during the churn, from the kubelets' own histogram " +
+				"(kubelet_runtime_operations_duration_seconds; p50 / p90 ms read inside its buckets): what kubelet-sim's runtime draws from " +
+				"(`strandlab runtime-timings`).\n\n| build | operation | count | p50 / p90 ms |\n|---|---|---:|---|\n")
+			header = true
+		}
+		ops := slices.Sorted(maps.Keys(bld.RuntimeOps))
+		for _, op := range ops {
+			o := bld.RuntimeOps[op]
+			fmt.Fprintf(b, "| %s | %s | %d | %.0f / %.0f |\n", bld.Name, op, o.Count, o.P50MS, o.P90MS)
+		}
 	}
 }
 

@@ -8,24 +8,28 @@ import (
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/procstat"
 	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/runtimeops"
 	"github.com/strandlab/strandlab/internal/usage"
 )
 
 // meter reads what a build costs around its churn (docs/performance.md):
 // the CPU time and peak memory of the cluster's components and of the
 // harness itself, when the cluster's processes are on this machine or it
-// samples its components itself (kind's control groups), and the API
-// server's requests per client, when it tells clients apart.
+// samples its components itself (kind's control groups), the container
+// runtime's operation timings, when its nodes run real kubelets, and the
+// API server's requests per client, when it tells clients apart.
 type meter struct {
 	procs   cluster.ProcessLister     // nil: not processes of this machine
 	sampler cluster.UsageSampler      // nil: does not sample itself
 	api     cluster.APIRequestCounter // nil: no requests per client
+	runtime cluster.RuntimeOpsReader  // nil: no real kubelets to read
 }
 
 // reading is one meter reading.
 type reading struct {
 	samples  []usage.Sample
-	requests usage.Counter // nil when not read
+	requests usage.Counter  // nil when not read
+	runtime  runtimeops.Ops // nil when not read
 }
 
 // newMeter is the meter of c: its processes' accounting whenever it has
@@ -35,6 +39,7 @@ func newMeter(c cluster.Cluster, requestsByClient bool) meter {
 	var m meter
 	m.procs, _ = c.(cluster.ProcessLister)
 	m.sampler, _ = c.(cluster.UsageSampler)
+	m.runtime, _ = c.(cluster.RuntimeOpsReader)
 	if requestsByClient {
 		m.api, _ = c.(cluster.APIRequestCounter)
 	}
@@ -70,6 +75,14 @@ func (m meter) read(ctx context.Context) reading {
 			klog.ErrorS(err, "The harness's own CPU time cannot be read")
 		}
 	}
+	if m.runtime != nil {
+		ops, err := m.runtime.RuntimeOps(ctx)
+		if err != nil {
+			klog.ErrorS(err, "The kubelets' container runtime timings not read")
+		} else {
+			r.runtime = ops
+		}
+	}
 	if m.api != nil {
 		counts, err := m.api.APIRequestsByClient(ctx)
 		if err != nil {
@@ -85,6 +98,9 @@ func (m meter) read(ctx context.Context) reading {
 func (m meter) apply(b *report.Build, before, after reading) {
 	if len(before.samples) > 0 && len(after.samples) > 0 {
 		report.AddUsage(b, usage.CPU(before.samples, after.samples), usage.Memory(after.samples))
+	}
+	if before.runtime != nil && after.runtime != nil {
+		report.AddRuntimeOps(b, runtimeops.Sub(after.runtime, before.runtime))
 	}
 	if before.requests != nil && after.requests != nil {
 		report.AddRequestsByClient(b, usage.Delta(before.requests, after.requests))

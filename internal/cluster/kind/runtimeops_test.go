@@ -1,0 +1,64 @@
+package kind
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/strandlab/strandlab/internal/runtimeops"
+)
+
+// A kubelet's /metrics as v1.37.2 writes the runtime histogram (two
+// operations, a few buckets kept; the real ones have 14).
+const kubeletMetrics = `# HELP kubelet_runtime_operations_duration_seconds [ALPHA] Duration in seconds of runtime operations. Broken down by operation type.
+# TYPE kubelet_runtime_operations_duration_seconds histogram
+kubelet_runtime_operations_duration_seconds_bucket{operation_type="run_podsandbox",le="0.005"} 0
+kubelet_runtime_operations_duration_seconds_bucket{operation_type="run_podsandbox",le="0.0125"} 0
+kubelet_runtime_operations_duration_seconds_bucket{operation_type="run_podsandbox",le="0.03125"} 1
+kubelet_runtime_operations_duration_seconds_bucket{operation_type="run_podsandbox",le="0.078125"} 3
+kubelet_runtime_operations_duration_seconds_bucket{operation_type="run_podsandbox",le="+Inf"} 4
+kubelet_runtime_operations_duration_seconds_sum{operation_type="run_podsandbox"} 0.5
+kubelet_runtime_operations_duration_seconds_count{operation_type="run_podsandbox"} 4
+kubelet_runtime_operations_duration_seconds_bucket{operation_type="stop_container",le="0.005"} 2
+kubelet_runtime_operations_duration_seconds_bucket{operation_type="stop_container",le="0.0125"} 2
+kubelet_runtime_operations_duration_seconds_bucket{operation_type="stop_container",le="0.03125"} 2
+kubelet_runtime_operations_duration_seconds_bucket{operation_type="stop_container",le="0.078125"} 2
+kubelet_runtime_operations_duration_seconds_bucket{operation_type="stop_container",le="+Inf"} 2
+kubelet_runtime_operations_duration_seconds_sum{operation_type="stop_container"} 0.004
+kubelet_runtime_operations_duration_seconds_count{operation_type="stop_container"} 2
+# HELP kubelet_running_pods [ALPHA] Number of pods that have a running pod sandbox
+# TYPE kubelet_running_pods gauge
+kubelet_running_pods 3
+`
+
+func TestParseRuntimeOps(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		text    string
+		want    runtimeops.Ops
+		wantErr string
+	}{
+		{"two operations", kubeletMetrics, runtimeops.Ops{
+			runtimeops.RunPodSandbox: {Bounds: []float64{0.005, 0.0125, 0.03125, 0.078125}, Counts: []uint64{0, 0, 1, 2, 1}},
+			runtimeops.StopContainer: {Bounds: []float64{0.005, 0.0125, 0.03125, 0.078125}, Counts: []uint64{2, 0, 0, 0, 0}},
+		}, ""},
+		{"a kubelet that has run nothing yet", "# TYPE kubelet_running_pods gauge\nkubelet_running_pods 0\n", runtimeops.Ops{}, ""},
+		{"not metrics", "<html>502 Bad Gateway</html>\n", nil, "parse the kubelet's metrics"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseRuntimeOps(strings.NewReader(tc.text))
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("err %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,172 @@
+// Package runtimeops reads how long real kubelets' container runtime takes
+// to start and stop pods: the kubelet's histogram of its CRI calls
+// (kubelet_runtime_operations_duration_seconds, by operation_type), read
+// from each node's /metrics around a churn. The kind reports carry it, and
+// it becomes the timings kubelet-sim draws its simulated runtime's
+// durations from (tools/upstream/kubelet-sim/containerruntime). Pure:
+// metrics text in, histograms out.
+package runtimeops
+
+import (
+	"fmt"
+	"maps"
+	"math"
+	"slices"
+	"time"
+)
+
+// Metric is the kubelet's histogram of its container runtime calls
+// (pkg/kubelet/metrics RuntimeOperationsDuration).
+const Metric = "kubelet_runtime_operations_duration_seconds"
+
+// The operations a pod's start and stop are made of (the metric's
+// operation_type), the ones kubelet-sim draws.
+const (
+	RunPodSandbox   = "run_podsandbox"
+	CreateContainer = "create_container"
+	StartContainer  = "start_container"
+	StopContainer   = "stop_container"
+	StopPodSandbox  = "stop_podsandbox"
+)
+
+// PodOperations are the operations kubelet-sim draws, in the order a pod
+// goes through them.
+var PodOperations = []string{RunPodSandbox, CreateContainer, StartContainer, StopContainer, StopPodSandbox}
+
+// Histogram is one operation's durations: Counts[i] took at most
+// Bounds[i] seconds and more than Bounds[i-1] (0 for i = 0); the last
+// count, one past the bounds, took longer than the last bound. The JSON is
+// kubelet-sim's (containerruntime.Histogram).
+type Histogram struct {
+	Bounds []float64 `json:"bounds_seconds"`
+	Counts []uint64  `json:"counts"`
+}
+
+// Total is the number of operations in h.
+func (h Histogram) Total() uint64 {
+	var n uint64
+	for _, c := range h.Counts {
+		n += c
+	}
+	return n
+}
+
+// Ops are histograms by operation.
+type Ops map[string]Histogram
+
+// Add is the operations of a and b together (two nodes, two runs). Both
+// must bucket an operation alike.
+func Add(a, b Ops) (Ops, error) {
+	out := maps.Clone(a)
+	if out == nil {
+		out = Ops{}
+	}
+	for op, h := range b {
+		old, ok := out[op]
+		if !ok {
+			out[op] = Histogram{Bounds: slices.Clone(h.Bounds), Counts: slices.Clone(h.Counts)}
+			continue
+		}
+		sum, err := add(old, h)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", op, err)
+		}
+		out[op] = sum
+	}
+	return out, nil
+}
+
+// Sub is what happened between the readings before and after of one
+// kubelet. A counter that went backwards means the kubelet restarted: its
+// operation is left out (the reading cannot tell what happened between).
+func Sub(after, before Ops) Ops {
+	out := Ops{}
+	for op, a := range after {
+		b, ok := before[op]
+		if !ok {
+			out[op] = Histogram{Bounds: slices.Clone(a.Bounds), Counts: slices.Clone(a.Counts)}
+			continue
+		}
+		if !slices.Equal(a.Bounds, b.Bounds) || len(a.Counts) != len(b.Counts) {
+			continue
+		}
+		d := Histogram{Bounds: slices.Clone(a.Bounds), Counts: make([]uint64, len(a.Counts))}
+		restarted := false
+		for i := range a.Counts {
+			if a.Counts[i] < b.Counts[i] {
+				restarted = true
+				break
+			}
+			d.Counts[i] = a.Counts[i] - b.Counts[i]
+		}
+		if !restarted && d.Total() > 0 {
+			out[op] = d
+		}
+	}
+	return out
+}
+
+func add(a, b Histogram) (Histogram, error) {
+	if !slices.Equal(a.Bounds, b.Bounds) || len(a.Counts) != len(b.Counts) {
+		return Histogram{}, fmt.Errorf("different buckets (%v and %v)", a.Bounds, b.Bounds)
+	}
+	out := Histogram{Bounds: slices.Clone(a.Bounds), Counts: slices.Clone(a.Counts)}
+	for i, c := range b.Counts {
+		out.Counts[i] += c
+	}
+	return out, nil
+}
+
+// Quantile is the q-quantile of h, read as kubelet-sim draws from it:
+// linearly inside the first bucket (which starts at 0), in the logarithm
+// inside the others (the kubelet's buckets grow by a factor), and the last
+// bound for what is beyond it.
+func Quantile(h Histogram, q float64) time.Duration {
+	total := h.Total()
+	if total == 0 || q < 0 || q > 1 || len(h.Bounds) == 0 {
+		return 0
+	}
+	rank := q * float64(total)
+	var seen float64
+	for i, c := range h.Counts {
+		if c == 0 || (seen+float64(c) < rank && i < len(h.Counts)-1) {
+			seen += float64(c)
+			continue
+		}
+		f := min(max((rank-seen)/float64(c), 0), 1)
+		var s float64
+		switch {
+		case i >= len(h.Bounds):
+			s = h.Bounds[len(h.Bounds)-1]
+		case i == 0:
+			s = f * h.Bounds[0]
+		default:
+			lo, hi := math.Log(h.Bounds[i-1]), math.Log(h.Bounds[i])
+			s = math.Exp(lo + f*(hi-lo))
+		}
+		return time.Duration(s * float64(time.Second))
+	}
+	return time.Duration(h.Bounds[len(h.Bounds)-1] * float64(time.Second))
+}
+
+// Timings is the file kubelet-sim draws its runtime from
+// (containerruntime.Timings, --runtime-timings): the pod operations'
+// histograms and where they were measured.
+type Timings struct {
+	Source     string `json:"source"`
+	Operations Ops    `json:"operations"`
+}
+
+// NewTimings keeps the pod operations of ops, each of which must have been
+// seen at least once.
+func NewTimings(source string, ops Ops) (Timings, error) {
+	t := Timings{Source: source, Operations: Ops{}}
+	for _, op := range PodOperations {
+		h, ok := ops[op]
+		if !ok || h.Total() == 0 {
+			return Timings{}, fmt.Errorf("no %s operation measured: kubelet-sim needs every one of %v", op, PodOperations)
+		}
+		t.Operations[op] = h
+	}
+	return t, nil
+}

@@ -1,0 +1,110 @@
+package runtimeops
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestAddAndSub(t *testing.T) {
+	bounds := []float64{0.01, 0.1}
+	before := Ops{StopContainer: {Bounds: bounds, Counts: []uint64{1, 2, 0}}}
+	after := Ops{StopContainer: {Bounds: bounds, Counts: []uint64{4, 2, 1}}, RunPodSandbox: {Bounds: bounds, Counts: []uint64{0, 3, 0}}}
+	d := Sub(after, before)
+	want := Ops{StopContainer: {Bounds: bounds, Counts: []uint64{3, 0, 1}}, RunPodSandbox: {Bounds: bounds, Counts: []uint64{0, 3, 0}}}
+	if !equalOps(d, want) {
+		t.Errorf("Sub = %v, want %v", d, want)
+	}
+	// A restarted kubelet's counters went backwards: left out, not negative.
+	if r := Sub(before, after); len(r) != 0 {
+		t.Errorf("Sub across a restart = %v, want nothing", r)
+	}
+	sum, err := Add(d, before)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := sum[StopContainer].Counts; !slices.Equal(got, []uint64{4, 2, 1}) {
+		t.Errorf("Add: stop_container counts %v", got)
+	}
+	if got := d[StopContainer].Counts; !slices.Equal(got, []uint64{3, 0, 1}) {
+		t.Errorf("Add changed its argument: %v", got)
+	}
+	if _, err := Add(d, Ops{StopContainer: {Bounds: []float64{1}, Counts: []uint64{1, 0}}}); err == nil {
+		t.Error("Add of different buckets: no error")
+	}
+}
+
+func TestQuantile(t *testing.T) {
+	h := Histogram{Bounds: []float64{0.1, 1, 10}, Counts: []uint64{50, 0, 50, 0}}
+	for _, tc := range []struct {
+		q    float64
+		want time.Duration
+	}{
+		{0.25, 50 * time.Millisecond}, // linear in the first bucket
+		{0.5, 100 * time.Millisecond}, // its top
+		{0.75, 3162 * time.Millisecond},
+		{1, 10 * time.Second},
+	} {
+		if got := Quantile(h, tc.q); got.Round(time.Millisecond) != tc.want {
+			t.Errorf("q %v: %v, want %v", tc.q, got, tc.want)
+		}
+	}
+	over := Histogram{Bounds: []float64{0.1}, Counts: []uint64{0, 5}}
+	if got := Quantile(over, 0.5); got != 100*time.Millisecond {
+		t.Errorf("beyond the last bound: %v, want the bound", got)
+	}
+	if got := Quantile(Histogram{}, 0.5); got != 0 {
+		t.Errorf("empty: %v", got)
+	}
+}
+
+func TestNewTimingsNeedsEveryPodOperation(t *testing.T) {
+	h := Histogram{Bounds: []float64{1}, Counts: []uint64{1, 0}}
+	ops := Ops{}
+	for _, op := range PodOperations {
+		ops[op] = h
+	}
+	if _, err := NewTimings("here", ops); err != nil {
+		t.Fatal(err)
+	}
+	delete(ops, StopPodSandbox)
+	if _, err := NewTimings("here", ops); err == nil || !strings.Contains(err.Error(), StopPodSandbox) {
+		t.Errorf("err %v, want one naming %s", err, StopPodSandbox)
+	}
+}
+
+// The timings kubelet-sim embeds are a file this package writes: it reads
+// as Timings, with every pod operation measured.
+func TestKubeletSimEmbedsTimings(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "tools", "upstream", "kubelet-sim", "containerruntime", "timings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tm Timings
+	if err := json.Unmarshal(b, &tm); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := NewTimings(tm.Source, tm.Operations); err != nil {
+		t.Error(err)
+	}
+	if !strings.Contains(tm.Source, "kind") {
+		t.Errorf("source %q does not say it was measured on kind", tm.Source)
+	}
+}
+
+func equalOps(a, b Ops) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for op, h := range a {
+		o, ok := b[op]
+		if !ok || !slices.Equal(h.Bounds, o.Bounds) || !slices.Equal(h.Counts, o.Counts) {
+			return false
+		}
+	}
+	return true
+}
