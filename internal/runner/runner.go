@@ -357,7 +357,7 @@ func clusterSpec(sc *scenario.Scenario, build, controller, outDir string, keep b
 		NodeStatusReportFrequency: sc.Cluster.NodeStatusReportFrequency.Duration,
 		FailedMountOnTimeout:      sc.Cluster.FailedMountOnTimeout, ControllerManager: controller,
 		Pinning: pinningConfig(sc), Proxy: proxyProfile(sc),
-		Namespace: Namespace, StorageClass: sc.Cluster.StorageClassName(), CSIDeployment: csi}
+		Namespace: Namespace, StorageClass: sc.Cluster.StorageClassName(), CSIDeployment: csi, Seed: sc.Seed}
 }
 
 // outcomeOf is what a band checks of a build.

@@ -225,14 +225,27 @@ func (b Binaries) Components(ctx context.Context) []provenance.Component {
 		out = append(out, provenance.Component{Name: c.name, Version: reportedVersion(ctx, c.path), Provenance: "built from " + module[c.name]})
 	}
 	out = append(out,
-		// The pods and the node are simulated; their volumes are mounted by
-		// the kubelet's own code (docs/kubelet-sim.md).
-		provenance.Component{Name: "kubelet-sim", Version: "simulated pods and node status; volume manager from k8s.io/kubernetes@" + b.Versions["kubelet-sim"],
+		// The pods, the node and the container runtime are simulated; their
+		// volumes are mounted by the kubelet's own code; the runtime's
+		// timings are drawn from what was measured on kind
+		// (docs/kubelet-sim.md).
+		provenance.Component{Name: "kubelet-sim", Version: "simulated pods, node status and container runtime (runtime timings drawn from " +
+			kubeletSimRuntimeSource(ctx, b.KubeletSim) + "); volume manager from k8s.io/kubernetes@" + b.Versions["kubelet-sim"],
 			Provenance: "built from github.com/strandlab/strandlab/tools/upstream/kubelet-sim with k8s.io/kubernetes@" + b.Versions["kubelet-sim"] + " (pkg/kubelet/volumemanager, pkg/volume/csi)"},
 		provenance.Component{Name: "csi-driver", Version: "strandlab hostpath", Provenance: "github.com/strandlab/strandlab/tools/csi-driver"},
 		provenance.Component{Name: "pin-extender", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/pin-extender"},
 		provenance.Component{Name: "apiproxy", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/apiproxy"})
 	return out
+}
+
+// kubeletSimRuntimeSource is where the runtime timings kubelet-sim draws
+// from were measured (`kubelet-sim --runtime-source`).
+func kubeletSimRuntimeSource(ctx context.Context, path string) string {
+	out, err := exec.CommandContext(ctx, path, "--runtime-source").Output()
+	if err != nil {
+		return "unknown: " + err.Error()
+	}
+	return strings.TrimSpace(string(out))
 }
 
 // reportedVersion runs `binary --version` and returns the version token:

@@ -66,7 +66,7 @@ build csi-provisioner csi-provisioner github.com/kubernetes-csi/external-provisi
 # kubelet-sim changes with strandlab, not with a pin: it is kept under a
 # name keyed by its own sources and linked to kubelet-sim by an atomic
 # rename, so a running cluster keeps the binary it started with.
-ksim_key=$(cd "$here/kubelet-sim" && find . \( -name '*.go' -not -name '*_test.go' \) -o -name go.mod -o -name go.sum | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
+ksim_key=$(cd "$here/kubelet-sim" && find . \( -name '*.go' -not -name '*_test.go' \) -o -name go.mod -o -name go.sum -o -name '*.json' | LC_ALL=C sort | xargs cat | sha256sum | cut -c1-16)
 build "kubelet-sim.$ksim_key" kubelet-sim github.com/strandlab/strandlab/tools/upstream/kubelet-sim "$k8s_ldflags"
 if ! [ "$dir/kubelet-sim" -ef "$dir/kubelet-sim.$ksim_key" ]; then
   ln -f "$dir/kubelet-sim.$ksim_key" "$dir/.kubelet-sim.link.$$"

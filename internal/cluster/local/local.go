@@ -490,7 +490,7 @@ func steadySysmonEnv() []string {
 // every node is Ready.
 func (st *starting) startKubelets(context.Context) ([]readiness, error) {
 	c, spec := st.c, st.spec
-	common := []string{"--kubelet-version=" + c.version, "--csi-driver-name=" + st.driver}
+	common := []string{"--kubelet-version=" + c.version, "--csi-driver-name=" + st.driver, "--seed=" + strconv.FormatUint(uint64(spec.Seed), 10)}
 	if spec.NodeStatusUpdateFrequency > 0 {
 		common = append(common, "--node-status-update-frequency="+spec.NodeStatusUpdateFrequency.String())
 	}

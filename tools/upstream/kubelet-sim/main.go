@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/containerruntime"
 	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/node"
 	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/volumes"
 )
@@ -59,6 +60,9 @@ func run() error {
 	statusEvery := fs.Duration("node-status-update-frequency", node.DefaultNodeStatusUpdateFrequency, "how often the node computes its status (KubeletConfiguration nodeStatusUpdateFrequency)")
 	reportEvery := fs.Duration("node-status-report-frequency", node.DefaultNodeStatusReportFrequency, "how often the node writes its status when nothing changed (KubeletConfiguration nodeStatusReportFrequency)")
 	failedMountOnTimeout := fs.Bool("failed-mount-on-timeout", false, "record a FailedMount event when a pod's volumes are not mounted within 2m3s, as kubelets up to v1.27 did (v1.28 and later, v1.37.2 included, record none)")
+	timingsFlag := fs.String("runtime-timings", "", "JSON file of the container runtime's operation timings to draw from (written by `strandlab runtime-timings`); empty: the ones built in, measured on kind; \"none\": an instant runtime with no PLEG delay")
+	printSource := fs.Bool("runtime-source", false, "print where the runtime timings (--runtime-timings) were measured, and exit")
+	seed := fs.Uint64("seed", 0, "seed of the runtime's draws (strandlab passes the run's seed; the node's --pod-cidr-index is mixed in)")
 	klog.InitFlags(fs)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: kubelet-sim --node NAME=KUBECONFIG [--csi-driver-name D --csi-endpoint SOCKET --root-dir DIR] [-v N]\n\n"+
@@ -68,6 +72,18 @@ func run() error {
 		fs.PrintDefaults()
 	}
 	_ = fs.Parse(os.Args[1:])
+	if *printSource {
+		rt, err := containerRuntime(*timingsFlag, *seed, *cidrIndex)
+		if err != nil {
+			return usageError{fmt.Errorf("--runtime-timings: %w", err)}
+		}
+		if rt == nil {
+			fmt.Println("none: an instant runtime")
+		} else {
+			fmt.Println(rt.Source())
+		}
+		return nil
+	}
 	name, kubeconfig, ok := strings.Cut(*nodeSpec, "=")
 	switch {
 	case fs.NArg() > 0:
@@ -80,6 +96,10 @@ func run() error {
 		return usageError{fmt.Errorf("--node-status-update-frequency must be positive")}
 	case *reportEvery <= 0:
 		return usageError{fmt.Errorf("--node-status-report-frequency must be positive")}
+	}
+	rt, err := containerRuntime(*timingsFlag, *seed, *cidrIndex)
+	if err != nil {
+		return usageError{fmt.Errorf("--runtime-timings: %w", err)}
 	}
 
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
@@ -119,7 +139,7 @@ func run() error {
 		vols = m
 	}
 	sim, err := node.NewNode(node.Config{NodeName: name, Client: client, HeartbeatClient: heartbeat, KubeletVersion: *version, PodCIDRIndex: *cidrIndex,
-		Volumes: vols, NodeLister: nodeLister, NodeStatusUpdateFrequency: *statusEvery, NodeStatusReportFrequency: *reportEvery,
+		Volumes: vols, NodeLister: nodeLister, Runtime: rt, NodeStatusUpdateFrequency: *statusEvery, NodeStatusReportFrequency: *reportEvery,
 		FailedMountOnTimeout: *failedMountOnTimeout})
 	if err != nil {
 		return usageError{err}
@@ -132,13 +152,44 @@ func run() error {
 	return nil
 }
 
+// containerRuntime is the runtime --runtime-timings asks for, its draws
+// seeded by the run's seed and the node's index.
+func containerRuntime(timings string, seed uint64, nodeIndex int) (*containerruntime.Runtime, error) {
+	var t *containerruntime.Timings
+	var err error
+	switch timings {
+	case "none":
+		return nil, nil
+	case "":
+		t, err = containerruntime.Default()
+	default:
+		t, err = containerruntime.Load(timings)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return containerruntime.New(t, seed*1_000_003+uint64(nodeIndex))
+}
+
+// minHeartbeatTimeout is the kubelet's default nodeStatusUpdateFrequency
+// (KubeletConfiguration defaults), the timeout its heartbeat client has
+// when the period is not set.
+const minHeartbeatTimeout = 10 * time.Second
+
 // heartbeatConfig is the node status and Lease client's configuration, as
 // cmd/kubelet/app.RunKubelet makes the kubelet's heartbeat client: the
 // kubelet's client without a rate limit (QPS -1), with a timeout of the
 // status update period, or the Lease's duration if that is shorter.
+//
+// strandlab compresses the period (500 ms against the kubelet's default
+// 10 s) so that status moves at the speed of its churn, but an API server's
+// latency is not compressed with it: a 500 ms timeout cut every status
+// update on a loaded 2-core machine and nodes never became Ready. The
+// timeout exists to bound a hung request, so it is never shorter than the
+// default period's (minHeartbeatTimeout).
 func heartbeatConfig(cfg *rest.Config, statusEvery time.Duration, leaseSeconds int32) *rest.Config {
 	hb := rest.CopyConfig(cfg)
-	hb.Timeout = statusEvery
+	hb.Timeout = max(statusEvery, minHeartbeatTimeout)
 	if lease := time.Duration(leaseSeconds) * time.Second; hb.Timeout > lease {
 		hb.Timeout = lease
 	}

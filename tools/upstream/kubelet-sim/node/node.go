@@ -21,6 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
+
+	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/containerruntime"
 )
 
 // Defaults of the upstream kubelet (KubeletConfiguration v1beta1 defaults).
@@ -34,6 +36,11 @@ const (
 	// pod again after a failed sync (kubelet.backOffPeriod), plus up to 50%
 	// jitter (pod_workers.go workerBackOffPeriodJitterFactor).
 	DefaultPodSyncBackOff = 10 * time.Second
+	// DefaultStatusSyncPeriod is how often the status manager syncs every
+	// pod (pkg/kubelet/status.syncPeriod): a deleted pod whose terminal
+	// phase had not come back from the API server when its volumes were
+	// unmounted is confirmed deleted at the first sync after it has.
+	DefaultStatusSyncPeriod = 10 * time.Second
 )
 
 // ControllerManagedAttachAnnotation tells the attach/detach controller that
@@ -50,8 +57,7 @@ type Config struct {
 	// HeartbeatClient is the node's client for its status and Lease, as
 	// the kubelet's own (cmd/kubelet/app.RunKubelet's heartbeat client):
 	// no client-side rate limit, so a busy pod sync never delays a status
-	// update, and a timeout of the status update period (main.go builds
-	// it). nil: Client.
+	// update, and a timeout (main.go builds it). nil: Client.
 	HeartbeatClient kubernetes.Interface
 	// KubeletVersion is reported in node.status.nodeInfo.
 	KubeletVersion string
@@ -75,9 +81,17 @@ type Config struct {
 	// (kubernetes #127004), so a stranded volume shows no event at all.
 	FailedMountOnTimeout bool
 
+	// Runtime is the container runtime: the time a pod's sandbox and
+	// containers take to start and stop, and the PLEG's relist before a
+	// started container is reported. nil: an instant runtime.
+	Runtime *containerruntime.Runtime
+
 	// PodSyncBackOff is the pod workers' back-off after a failed sync
 	// (default DefaultPodSyncBackOff, the kubelet's); tests shorten it.
 	PodSyncBackOff time.Duration
+	// StatusSyncPeriod is the status manager's periodic sync (default
+	// DefaultStatusSyncPeriod, the kubelet's); tests shorten it.
+	StatusSyncPeriod time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -109,6 +123,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.PodSyncBackOff == 0 {
 		c.PodSyncBackOff = DefaultPodSyncBackOff
+	}
+	if c.StatusSyncPeriod == 0 {
+		c.StatusSyncPeriod = DefaultStatusSyncPeriod
 	}
 	if c.NodeLeaseDurationSeconds == 0 {
 		c.NodeLeaseDurationSeconds = DefaultNodeLeaseDurationSeconds

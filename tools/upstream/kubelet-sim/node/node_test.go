@@ -28,6 +28,23 @@ type gateVolumes struct {
 	release   chan struct{}
 	unmounted atomic.Int32
 	waits     atomic.Int32
+
+	mu sync.Mutex
+	// calls lists "admit <uid>" and "terminating <uid>" in order.
+	calls []string
+}
+
+func (g *gateVolumes) AdmitPod(pod *corev1.Pod)     { g.record("admit " + string(pod.UID)) }
+func (g *gateVolumes) PodTerminating(uid types.UID) { g.record("terminating " + string(uid)) }
+func (g *gateVolumes) record(call string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.calls = append(g.calls, call)
+}
+func (g *gateVolumes) recorded() []string {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	return slices.Clone(g.calls)
 }
 
 func (g *gateVolumes) WaitForAttachAndMount(ctx context.Context, _ *corev1.Pod) error {
@@ -55,6 +72,12 @@ func startNode(t *testing.T, client *fake.Clientset, cfg Config) *Node {
 	cfg.NodeName, cfg.Client, cfg.KubeletVersion = "node-1", client, "v1.37.2"
 	if cfg.PodSyncBackOff == 0 {
 		cfg.PodSyncBackOff = 10 * time.Millisecond // the kubelet's 10 s would only slow the tests
+	}
+	if cfg.StatusSyncPeriod == 0 {
+		// A deletion confirmed at the periodic sync (the fake's watch may
+		// deliver the terminal phase after the instant unmount) need not
+		// wait the kubelet's 10 s.
+		cfg.StatusSyncPeriod = 50 * time.Millisecond
 	}
 	n, err := NewNode(cfg)
 	if err != nil {
@@ -356,7 +379,7 @@ func TestReplacedPodEndsTheOldWorker(t *testing.T) {
 		{"re-created under the same name", "uid-2", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			pw := newPodWorkers(&Node{})
+			pw := newPodWorkers(&Node{cfg: Config{Volumes: NoVolumes{}}})
 			old := &podWorker{updates: make(chan *corev1.Pod, 1)}
 			pw.workers["uid-1"] = old
 			oldPod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", UID: "uid-1"}}
@@ -374,5 +397,112 @@ func TestReplacedPodEndsTheOldWorker(t *testing.T) {
 				t.Errorf("old worker told the pod is gone = %v, want %v", deleted, tc.oldDeleted)
 			}
 		})
+	}
+}
+
+// The volume manager hears of a pod when the kubelet admits it, before
+// the pod's first sync writes a status (HandlePodAdditions puts it in the
+// pod manager, which the desired state populator reads), and of its
+// termination as soon as its deletion arrives.
+func TestVolumeManagerHearsOfAdmissionAndTermination(t *testing.T) {
+	client := fake.NewClientset()
+	vols := &gateVolumes{release: make(chan struct{})}
+	var firstPatch []string // vols' calls when the first pod status patch came
+	var once sync.Once
+	client.PrependReactor("patch", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		once.Do(func() { firstPatch = vols.recorded() })
+		return false, nil, nil
+	})
+	startNode(t, client, Config{Volumes: vols})
+	if _, err := client.CoreV1().Pods("ns").Create(context.Background(), boundPod("web-0"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "volume wait started", func() bool { return vols.waits.Load() > 0 })
+	if !slices.Contains(firstPatch, "admit uid-web-0") {
+		t.Errorf("calls before the first status patch: %q; want the pod admitted", firstPatch)
+	}
+	close(vols.release)
+	eventually(t, "Running", func() bool { p := getPod(client, "web-0"); return p != nil && p.Status.Phase == corev1.PodRunning })
+	deleteGracefully(t, client, "web-0")
+	if !slices.Contains(vols.recorded(), "terminating uid-web-0") {
+		t.Errorf("calls %q; want the pod's termination", vols.recorded())
+	}
+}
+
+// The deletion is confirmed only once the pod the informer delivers has its
+// terminal phase (the status manager's canBeDeleted): a terminal status the
+// API server has not recorded yet holds the delete back until it has, and
+// the status manager syncs again (here: for another pod's status).
+func TestDeletionWaitsForTheTerminalPhase(t *testing.T) {
+	client := fake.NewClientset()
+	var holdTerminal atomic.Bool
+	holdTerminal.Store(true)
+	client.PrependReactor("patch", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		p := a.(clienttesting.PatchActionImpl)
+		if p.GetName() == "web-0" && holdTerminal.Load() && strings.Contains(string(p.Patch), string(corev1.PodSucceeded)) {
+			return true, &corev1.Pod{}, nil // accepted, not recorded yet (the reactor holds the fake's lock: no client call here)
+		}
+		return false, nil, nil
+	})
+	var deletes atomic.Int32
+	client.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		deletes.Add(1)
+		return false, nil, nil
+	})
+	// The periodic sync is left at the kubelet's 10 s: the test ends well
+	// before it, so the confirmation must come with another pod's status.
+	n := startNode(t, client, Config{StatusSyncPeriod: DefaultStatusSyncPeriod})
+	if _, err := client.CoreV1().Pods("ns").Create(context.Background(), boundPod("web-0"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Running", func() bool { p := getPod(client, "web-0"); return p != nil && p.Status.Phase == corev1.PodRunning })
+	p := getPod(client, "web-0")
+	now, grace := metav1.Now(), int64(30)
+	p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &now, &grace
+	if _, err := client.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the terminal status sent", func() bool {
+		for _, a := range client.Actions() {
+			if pa, ok := a.(clienttesting.PatchActionImpl); ok && pa.GetName() == "web-0" && strings.Contains(string(pa.Patch), string(corev1.PodSucceeded)) {
+				return true
+			}
+		}
+		return false
+	})
+	// The API server now records the terminal phase; the next status sync
+	// comes with another pod's status.
+	holdTerminal.Store(false)
+	p = getPod(client, "web-0")
+	p.Status.Phase = corev1.PodSucceeded
+	if _, err := client.CoreV1().Pods("ns").UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "the informer delivered the terminal phase", func() bool {
+		n.pods.mu.Lock()
+		defer n.pods.mu.Unlock()
+		w, ok := n.pods.workers["uid-web-0"]
+		return ok && w.latest.Load().Status.Phase == corev1.PodSucceeded
+	})
+	if _, err := client.CoreV1().Pods("ns").Create(context.Background(), boundPod("web-1"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "deletion confirmed at the next status sync", func() bool { return getPod(client, "web-0") == nil })
+	// The delete came after a status sync of web-1, not when the terminal
+	// phase arrived.
+	synced := false
+	for _, a := range client.Actions() {
+		if pa, ok := a.(clienttesting.PatchActionImpl); ok && pa.GetName() == "web-1" && pa.GetSubresource() == "status" {
+			synced = true
+		}
+		if a.GetVerb() == "delete" && a.GetResource().Resource == "pods" {
+			if !synced {
+				t.Error("web-0 deleted before the status manager synced again")
+			}
+			break
+		}
+	}
+	if deletes.Load() != 1 {
+		t.Errorf("%d deletes, want 1", deletes.Load())
 	}
 }

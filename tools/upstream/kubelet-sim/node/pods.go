@@ -3,8 +3,10 @@ package node
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -33,12 +35,44 @@ type podWorkers struct {
 	// running counts the goroutines of the pod workers (and their retries),
 	// joined when run returns.
 	running sync.WaitGroup
+	// syncs tells of the status manager's syncs: each pod status written.
+	syncs statusSyncs
+}
+
+// statusSyncs wakes whoever waits for the status manager's next sync.
+type statusSyncs struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+// next is closed at the next sync after the call.
+func (s *statusSyncs) next() <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch == nil {
+		s.ch = make(chan struct{})
+	}
+	return s.ch
+}
+
+// synced wakes those waiting for this sync.
+func (s *statusSyncs) synced() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ch != nil {
+		close(s.ch)
+		s.ch = nil
+	}
 }
 
 // podWorker holds the latest known version of one pod; nil means the pod is
 // gone from the API server.
 type podWorker struct {
 	updates chan *corev1.Pod // capacity 1: only the newest version matters
+	// latest is the newest version the informer delivered, as the
+	// kubelet's pod manager holds it while the pod worker is busy (the
+	// status manager's canBeDeleted reads it there).
+	latest atomic.Pointer[corev1.Pod]
 }
 
 func newPodWorkers(n *Node) *podWorkers {
@@ -89,6 +123,9 @@ func (pw *podWorkers) update(ctx context.Context, pod *corev1.Pod) {
 		pw.running.Go(func() { pw.work(ctx, pod.UID, w, ip) })
 	}
 	pw.mu.Unlock()
+	// Admission: the pod manager has the pod before its worker syncs it.
+	pw.node.cfg.Volumes.AdmitPod(pod)
+	w.latest.Store(pod)
 	w.send(pod)
 }
 
@@ -145,16 +182,54 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 		startDone   chan error
 		running     bool
 		terminated  bool
+		confirmed   bool
+		// statusSync fires at the status manager's next periodic sync
+		// while a terminated pod waits to be confirmed deleted; syncWake
+		// at its next sync for another pod's status (either syncBatch
+		// looks at every pod: status.manager.needsUpdate).
+		statusSync *time.Timer
+		syncWake   <-chan struct{}
 	)
-	defer func() { startCancel() }()
+	defer func() {
+		startCancel()
+		if statusSync != nil {
+			statusSync.Stop()
+		}
+	}()
+	// confirm deletes the terminated pod once the API server has its
+	// terminal phase, or waits for the status manager's next sync.
+	confirm := func() {
+		if confirmed {
+			return
+		}
+		err := pw.confirmDeletion(ctx, w.latest.Load())
+		if err == nil {
+			confirmed = true
+			return
+		}
+		if !errors.Is(err, errNotTerminalYet) && ctx.Err() == nil {
+			klog.FromContext(ctx).Error(err, "Confirming deletion failed, will retry at the next status sync", "pod", klog.KObj(pod))
+		}
+		syncWake = pw.syncs.next()
+		statusSync = resetTimer(statusSync, n.untilStatusSync(time.Now()))
+	}
 	for {
 		var startResult chan error = startDone
+		var syncTick <-chan time.Time
+		var syncOther <-chan struct{}
+		if terminated && !confirmed && statusSync != nil {
+			syncTick, syncOther = statusSync.C, syncWake
+		}
 		select {
 		case <-ctx.Done():
 			if startDone != nil {
 				<-startDone // the start sees ctx end too
 			}
 			return
+		case <-syncTick:
+			confirm()
+		case <-syncOther:
+			confirm()
 		case p := <-w.updates:
 			if p == nil { // gone from the API server
 				startCancel()
@@ -163,6 +238,7 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 				}
 				if !terminated && pod != nil {
 					// Force-deleted: still tear the volumes down.
+					n.cfg.Volumes.PodTerminating(pod.UID)
 					if err := n.cfg.Volumes.UnmountPodVolumes(ctx, pod); err != nil && ctx.Err() == nil {
 						klog.FromContext(ctx).Error(err, "Unmount after forced deletion failed", "pod", klog.KObj(pod))
 					}
@@ -171,12 +247,13 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 			}
 			pod = p
 			if pod.DeletionTimestamp != nil && !terminated {
+				n.cfg.Volumes.PodTerminating(pod.UID)
 				startCancel()
 				if startDone != nil {
 					<-startDone
 					startDone = nil
 				}
-				if err := pw.terminate(ctx, pod, running); err != nil {
+				if err := pw.terminate(ctx, pod, &running); err != nil {
 					if ctx.Err() == nil {
 						klog.FromContext(ctx).Error(err, "Terminating pod failed, will retry on next update", "pod", klog.KObj(pod))
 						pw.running.Go(func() { pw.retryLater(ctx, w, pod) })
@@ -184,6 +261,8 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 					continue
 				}
 				terminated = true
+				// The status manager's TerminatePod syncs at once.
+				confirm()
 				continue
 			}
 			if startDone == nil && !running && !terminated {
@@ -204,6 +283,16 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 	}
 }
 
+// resetTimer returns a timer that fires after d: t, stopped and reset, or
+// a new one.
+func resetTimer(t *time.Timer, d time.Duration) *time.Timer {
+	if t == nil {
+		return time.NewTimer(d)
+	}
+	t.Reset(d) // since Go 1.23 Reset leaves no stale value in the channel
+	return t
+}
+
 // retryLater resends pod to its worker after the pod workers' back-off
 // (podWorkers.completeWork after a failed sync: backOffPeriod plus up to 50%
 // jitter), unless a newer update arrived meanwhile.
@@ -221,8 +310,9 @@ func (pw *podWorkers) retryLater(ctx context.Context, w *podWorker, pod *corev1.
 	}
 }
 
-// start shows the pod ContainerCreating, waits for its volumes, then reports
-// it Running with every container started and ready.
+// start shows the pod ContainerCreating, waits for its volumes, spends the
+// runtime's time to start the sandbox and containers, then reports it
+// Running with every container started and ready.
 func (pw *podWorkers) start(ctx context.Context, pod *corev1.Pod, ip string) error {
 	n := pw.node
 	now := metav1.Now()
@@ -246,6 +336,15 @@ func (pw *podWorkers) start(ctx context.Context, pod *corev1.Pod, ip string) err
 
 	if err := n.cfg.Volumes.WaitForAttachAndMount(ctx, pod); err != nil {
 		pw.recordMountFailure(ctx, pod, err)
+		return err
+	}
+	// kuberuntime's SyncPod: the sandbox, then the containers; the kubelet
+	// learns that they run at the PLEG's next relist, and only then writes
+	// the pod Running.
+	if err := n.cfg.Runtime.StartPod(ctx, len(pod.Spec.InitContainers)+len(pod.Spec.Containers)); err != nil {
+		return err
+	}
+	if err := n.cfg.Runtime.NextRelist(ctx); err != nil {
 		return err
 	}
 
@@ -291,18 +390,21 @@ func (pw *podWorkers) recordMountFailure(ctx context.Context, pod *corev1.Pod, e
 	}
 }
 
-// terminate stops the containers (they exit at once on SIGTERM, well within
-// any grace period), writes the terminal status, unmounts the volumes and
-// confirms the deletion with grace period 0 and a UID precondition, as the
-// kubelet's status manager does once the pod's resources are reclaimed
-// (status.manager.syncPod / canBeDeleted).
-func (pw *podWorkers) terminate(ctx context.Context, pod *corev1.Pod, wasRunning bool) error {
+// terminate stops the containers in the runtime's time if they run (the
+// containers of a pod whose start never finished do not; a retried
+// termination does not stop them twice), writes the terminal status and
+// waits until the volumes are unmounted (syncTerminatingPod, then
+// syncTerminatedPod's WaitForUnmount).
+func (pw *podWorkers) terminate(ctx context.Context, pod *corev1.Pod, running *bool) error {
 	n := pw.node
-	log := klog.FromContext(ctx).WithValues("pod", klog.KObj(pod))
-	if wasRunning {
+	if *running {
 		for _, c := range pod.Spec.Containers {
 			n.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
 		}
+		if err := n.cfg.Runtime.StopPod(ctx, len(pod.Spec.Containers)); err != nil {
+			return err
+		}
+		*running = false
 	}
 	now := metav1.Now()
 	stopped := pod.DeepCopy()
@@ -328,14 +430,29 @@ func (pw *podWorkers) terminate(ctx context.Context, pod *corev1.Pod, wasRunning
 	if err := n.cfg.Volumes.UnmountPodVolumes(ctx, pod); err != nil {
 		return fmt.Errorf("unmount volumes: %w", err)
 	}
-	err := n.cfg.Client.CoreV1().Pods(pod.Namespace).Delete(ctx, pod.Name, metav1.DeleteOptions{
+	return nil
+}
+
+// errNotTerminalYet: the pod manager's copy of the pod does not have its
+// terminal phase yet.
+var errNotTerminalYet = errors.New("terminal phase not back from the API server yet")
+
+// confirmDeletion deletes the terminated pod with grace period 0 and a UID
+// precondition, as the status manager does (status.manager.syncPod), but
+// only once canBeDeleted holds: the pod the informer last delivered has a
+// terminal phase, so the API server has recorded how it ended.
+func (pw *podWorkers) confirmDeletion(ctx context.Context, latest *corev1.Pod) error {
+	if latest.Status.Phase != corev1.PodSucceeded && latest.Status.Phase != corev1.PodFailed {
+		return errNotTerminalYet
+	}
+	err := pw.node.cfg.Client.CoreV1().Pods(latest.Namespace).Delete(ctx, latest.Name, metav1.DeleteOptions{
 		GracePeriodSeconds: new(int64),
-		Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
+		Preconditions:      metav1.NewUIDPreconditions(string(latest.UID)),
 	})
 	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
 		return fmt.Errorf("confirm deletion: %w", err)
 	}
-	log.V(3).Info("Pod deletion confirmed")
+	klog.FromContext(ctx).V(3).Info("Pod deletion confirmed", "pod", klog.KObj(latest))
 	return nil
 }
 
@@ -361,6 +478,7 @@ func (pw *podWorkers) patchStatus(ctx context.Context, old, updated *corev1.Pod)
 			_, lastErr = pw.node.cfg.Client.CoreV1().Pods(old.Namespace).Patch(ctx, old.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
 			switch {
 			case lastErr == nil:
+				pw.syncs.synced()
 				return true, nil
 			case apierrors.IsNotFound(lastErr), apierrors.IsConflict(lastErr), apierrors.IsInvalid(lastErr):
 				return false, lastErr // UID changed or pod gone: retrying cannot help

@@ -41,6 +41,10 @@ type Node struct {
 	// volumesInUse is the kubelet's volumesInUse status setter.
 	volumesInUse nodestatus.Setter
 
+	// started is when the node began; the status manager's periodic syncs
+	// fall every StatusSyncPeriod from it.
+	started time.Time
+
 	lastReport time.Time // when node status was last written
 	// delayAfterChange is the one-time random delay added to the report
 	// period after a status change (kubelet.delayAfterNodeStatusChange).
@@ -52,7 +56,7 @@ func NewNode(cfg Config) (*Node, error) {
 	if err := cfg.setDefaults(); err != nil {
 		return nil, err
 	}
-	n := &Node{cfg: cfg}
+	n := &Node{cfg: cfg, started: time.Now()}
 	n.volumesInUse = nodestatus.VolumesInUse(cfg.Volumes.ReconcilerStatesHasBeenSynced, cfg.Volumes.VolumesInUse)
 	return n, nil
 }
@@ -220,6 +224,13 @@ func (n *Node) tryUpdateNodeStatus(ctx context.Context, try int, force bool) err
 	// kubelet.markVolumesFromNode: what the server now lists is "reported".
 	n.cfg.Volumes.MarkVolumesAsReportedInUse(updated.Status.VolumesInUse)
 	return nil
+}
+
+// untilStatusSync is the time from now to the status manager's next
+// periodic sync (status.manager.Start's syncTicker).
+func (n *Node) untilStatusSync(now time.Time) time.Duration {
+	since, period := now.Sub(n.started), n.cfg.StatusSyncPeriod
+	return (since/period+1)*period - since
 }
 
 // reportPeriodExpired is kubelet.isUpdateStatusPeriodExpired.

@@ -4,6 +4,7 @@ import (
 	"context"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/record"
 
 	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/volumes"
@@ -14,6 +15,14 @@ import (
 // (volumemanager.VolumeManager). kubelet-sim passes upstream's own, through
 // volumes.Manager; tests pass fakes.
 type VolumeManager interface {
+	// AdmitPod tells the volume manager of pod, or of its newer version,
+	// when the kubelet admits it (the pod manager's UpdatePod in
+	// HandlePodAdditions and HandlePodUpdates): its volumes are desired
+	// from then on, before the pod's first sync writes any status.
+	AdmitPod(pod *corev1.Pod)
+	// PodTerminating tells that the pod's containers are being stopped: no
+	// volume is added for it any more (podSyncStatus.IsTerminationStarted).
+	PodTerminating(uid types.UID)
 	// WaitForAttachAndMount blocks until every volume of pod is attached and
 	// mounted, or the wait times out or ctx ends
 	// (VolumeManager.WaitForAttachAndMount).
@@ -41,6 +50,8 @@ type VolumeManager interface {
 // volumes: everything is "mounted" at once.
 type NoVolumes struct{}
 
+func (NoVolumes) AdmitPod(*corev1.Pod)                                     {}
+func (NoVolumes) PodTerminating(types.UID)                                 {}
 func (NoVolumes) WaitForAttachAndMount(context.Context, *corev1.Pod) error { return nil }
 func (NoVolumes) UnmountPodVolumes(context.Context, *corev1.Pod) error     { return nil }
 func (NoVolumes) VolumesInUse() []corev1.UniqueVolumeName                  { return nil }

@@ -22,16 +22,21 @@ import (
 //     volumemanager.PodStateProvider): whether a pod's containers are being
 //     or have been stopped.
 //
-// The Manager feeds it: WaitForAttachAndMount adds the pod, and
-// UnmountPodVolumes marks it terminated and, once its volumes are unmounted,
-// removes it. The populator so sees a pod from its pod worker's first volume
-// wait (a status write after the informer delivered it), not from the
-// informer itself. Feeding it from the informer handlers too would be closer
-// in time, but an update delivered after Remove would bring a terminated pod
-// back as new, and the populator would mount its volume again.
+// The Manager feeds it: the pod workers admit a pod when the informer
+// delivers it (AdmitPod, as the kubelet's HandlePodAdditions adds it to
+// the pod manager before its first sync), mark it terminating when its
+// deletion arrives, and UnmountPodVolumes marks it terminated and, once its
+// volumes are unmounted, removes it. A removed pod is never added again:
+// an update the informer delivers after the removal would otherwise bring
+// a terminated pod back as new, and the populator would mount its volume
+// again (the kubelet's pod workers refuse a terminated UID the same way,
+// podWorkers.UpdatePod's "pod is finished processing" check).
 type PodSet struct {
 	mu   sync.Mutex
 	pods map[types.UID]*podState
+	// removed are the UIDs of pods that left the set (a few bytes per
+	// cycle: 100,000 cycles hold a few MB).
+	removed map[types.UID]struct{}
 }
 
 type podState struct {
@@ -51,16 +56,20 @@ var (
 
 // NewPodSet returns an empty pod set.
 func NewPodSet() *PodSet {
-	return &PodSet{pods: map[types.UID]*podState{}}
+	return &PodSet{pods: map[types.UID]*podState{}, removed: map[types.UID]struct{}{}}
 }
 
 // Add records pod, or its newer version, keeping its termination state
-// (pod.basicManager.UpdatePod: pods are keyed by UID). The volume manager
-// sees the pod as VolumeManagerPod returns it.
+// (pod.basicManager.UpdatePod: pods are keyed by UID); a pod removed before
+// is not added again. The volume manager sees the pod as VolumeManagerPod
+// returns it.
 func (s *PodSet) Add(pod *corev1.Pod) {
 	pod = VolumeManagerPod(pod)
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if _, gone := s.removed[pod.UID]; gone {
+		return
+	}
 	if st, ok := s.pods[pod.UID]; ok {
 		st.pod = pod
 		return
@@ -87,11 +96,12 @@ func (s *PodSet) Terminated(uid types.UID) {
 	}
 }
 
-// Remove forgets the pod (pod.basicManager.RemovePod).
+// Remove forgets the pod (pod.basicManager.RemovePod) for good.
 func (s *PodSet) Remove(uid types.UID) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.pods, uid)
+	s.removed[uid] = struct{}{}
 }
 
 // GetPodByUID implements volumemanager.PodManager.

@@ -265,7 +265,16 @@ func (m *Manager) manager() volumemanager.VolumeManager {
 
 var errNotStarted = errors.New("volumes: volume manager not started")
 
-// WaitForAttachAndMount adds the pod to the pod set and waits, for the
+// AdmitPod adds the pod, or its newer version, to the pod set, which the
+// desired state populator reads (node.VolumeManager).
+func (m *Manager) AdmitPod(pod *corev1.Pod) { m.pods.Add(pod) }
+
+// PodTerminating marks the pod's containers as being stopped
+// (node.VolumeManager).
+func (m *Manager) PodTerminating(uid types.UID) { m.pods.Terminating(uid) }
+
+// WaitForAttachAndMount adds the pod to the pod set (if it was not
+// admitted yet) and waits, for the
 // volumes VolumeManagerPod keeps, as the kubelet's SyncPod does (volumeManager.WaitForAttachAndMount: 300 ms polls,
 // at most 2m3s; its error text and wrapping, so wait.Interrupted tells a
 // timeout or a cancelled wait).

@@ -1,0 +1,245 @@
+// Package containerruntime is kubelet-sim's container runtime. No container
+// runs, but a pod takes the time a real runtime takes to start and stop its
+// sandbox and containers: each operation's duration is drawn, seeded, from
+// a histogram of the kubelet's own metric of it
+// (kubelet_runtime_operations_duration_seconds, by operation_type) measured
+// on kind with real kubelets and containerd. A started container is
+// reported only at the next relist of the kubelet's generic PLEG, as the
+// real kubelet learns of it.
+//
+// The timings kubelet-sim uses by default are embedded (timings.json),
+// written by `strandlab runtime-timings` from kind reports; their source says
+// where and when they were measured.
+package containerruntime
+
+import (
+	"context"
+	_ "embed"
+	"encoding/json"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"os"
+	"sync"
+	"time"
+)
+
+// The operations a pod's start and stop are made of, named as the
+// kubelet's operation_type label (pkg/kubelet/kuberuntime's
+// instrumentedRuntimeService).
+const (
+	RunPodSandbox   = "run_podsandbox"
+	CreateContainer = "create_container"
+	StartContainer  = "start_container"
+	StopContainer   = "stop_container"
+	StopPodSandbox  = "stop_podsandbox"
+)
+
+// Operations are the operations a Timings file must have.
+var Operations = []string{RunPodSandbox, CreateContainer, StartContainer, StopContainer, StopPodSandbox}
+
+// PLEGRelistPeriod is the generic PLEG's relist period
+// (pkg/kubelet/kubelet.go genericPlegRelistPeriod): the kubelet learns that a
+// container started at the first relist after it did, and only then writes
+// the pod Running.
+const PLEGRelistPeriod = time.Second
+
+// Histogram is a Prometheus histogram of one operation's duration.
+// Counts[i] operations took at most Bounds[i] seconds and more than
+// Bounds[i-1] (0 for i = 0); the last count, one past the bounds, took
+// more than the last bound.
+type Histogram struct {
+	Bounds []float64 `json:"bounds_seconds"`
+	Counts []uint64  `json:"counts"`
+}
+
+// Total is the number of operations in h.
+func (h Histogram) Total() uint64 {
+	var n uint64
+	for _, c := range h.Counts {
+		n += c
+	}
+	return n
+}
+
+// Timings are the histograms kubelet-sim draws from.
+type Timings struct {
+	// Source says where the histograms were measured (provider, kubelet
+	// and containerd versions, profile, date, operations).
+	Source     string               `json:"source"`
+	Operations map[string]Histogram `json:"operations"`
+}
+
+// Validate checks that every operation has a histogram with at least one
+// operation in it, and bounds that increase.
+func (t *Timings) Validate() error {
+	for _, op := range Operations {
+		h, ok := t.Operations[op]
+		if !ok {
+			return fmt.Errorf("operations.%s: missing", op)
+		}
+		if len(h.Bounds) == 0 || len(h.Counts) != len(h.Bounds)+1 {
+			return fmt.Errorf("operations.%s: %d bounds and %d counts; want one count more than bounds", op, len(h.Bounds), len(h.Counts))
+		}
+		for i, b := range h.Bounds {
+			if b <= 0 || math.IsInf(b, 0) || math.IsNaN(b) || (i > 0 && b <= h.Bounds[i-1]) {
+				return fmt.Errorf("operations.%s: bounds_seconds must be positive, finite and increasing (%v)", op, h.Bounds)
+			}
+		}
+		if h.Total() == 0 {
+			return fmt.Errorf("operations.%s: no operation counted", op)
+		}
+	}
+	return nil
+}
+
+//go:embed timings.json
+var embedded []byte
+
+// Default returns the embedded timings measured on kind.
+func Default() (*Timings, error) {
+	return parse(embedded, "the embedded timings.json")
+}
+
+// Load reads timings from a file.
+func Load(path string) (*Timings, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return parse(b, path)
+}
+
+func parse(b []byte, name string) (*Timings, error) {
+	var t Timings
+	if err := json.Unmarshal(b, &t); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := t.Validate(); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return &t, nil
+}
+
+// Draw returns a duration distributed as h: a bucket chosen with its
+// share of the operations, then a point in it, uniform in the logarithm
+// (the kubelet's buckets grow by a factor, so that is how they are meant to
+// be read), or uniform in the first bucket, which starts at 0. An
+// operation beyond the last bound counts as the last bound: the histogram
+// says no more about it.
+func Draw(h Histogram, rng *rand.Rand) time.Duration {
+	total := h.Total()
+	if total == 0 {
+		return 0
+	}
+	k := rng.Uint64N(total)
+	i := 0
+	for ; i < len(h.Counts)-1 && k >= h.Counts[i]; i++ {
+		k -= h.Counts[i]
+	}
+	var s float64
+	switch {
+	case i >= len(h.Bounds):
+		s = h.Bounds[len(h.Bounds)-1]
+	case i == 0:
+		s = rng.Float64() * h.Bounds[0]
+	default:
+		lo, hi := math.Log(h.Bounds[i-1]), math.Log(h.Bounds[i])
+		s = math.Exp(lo + rng.Float64()*(hi-lo))
+	}
+	return time.Duration(s * float64(time.Second))
+}
+
+// Runtime spends a pod's runtime operations' time. A nil *Runtime is an
+// instant runtime with no PLEG delay (kubelet-sim --runtime-timings=none).
+type Runtime struct {
+	timings *Timings
+	// started is when the PLEG's relists began; they fall every
+	// PLEGRelistPeriod from it.
+	started time.Time
+	// sleep waits d or until ctx ends; tests record instead of waiting.
+	sleep func(ctx context.Context, d time.Duration) error
+	now   func() time.Time
+
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+// New returns a runtime drawing from timings with a generator seeded by
+// seed (kubelet-sim: the run's seed and the node's index, so two nodes of
+// one run draw differently and a run repeated with its seed draws alike).
+func New(timings *Timings, seed uint64) (*Runtime, error) {
+	if err := timings.Validate(); err != nil {
+		return nil, err
+	}
+	return &Runtime{timings: timings, started: time.Now(), sleep: sleepContext, now: time.Now,
+		rng: rand.New(rand.NewPCG(seed, 0x6b7562656c6574))}, nil
+}
+
+// Source is where the timings were measured ("" for the instant runtime).
+func (r *Runtime) Source() string {
+	if r == nil {
+		return ""
+	}
+	return r.timings.Source
+}
+
+func (r *Runtime) draw(op string) time.Duration {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Draw(r.timings.Operations[op], r.rng)
+}
+
+// StartPod spends the time to start a pod once its volumes are mounted, as
+// kuberuntime's SyncPod does: the sandbox (RunPodSandbox, the network
+// included), then each container created and started in turn.
+func (r *Runtime) StartPod(ctx context.Context, containers int) error {
+	if r == nil {
+		return nil
+	}
+	d := r.draw(RunPodSandbox)
+	for range containers {
+		d += r.draw(CreateContainer) + r.draw(StartContainer)
+	}
+	return r.sleep(ctx, d)
+}
+
+// StopPod spends the time to stop a running pod, as kuberuntime's KillPod
+// does: its containers are stopped at once, each in a goroutine
+// (killContainersWithSyncResult), so the slowest one counts, then the
+// sandbox.
+func (r *Runtime) StopPod(ctx context.Context, containers int) error {
+	if r == nil {
+		return nil
+	}
+	var d time.Duration
+	for range containers {
+		d = max(d, r.draw(StopContainer))
+	}
+	return r.sleep(ctx, d+r.draw(StopPodSandbox))
+}
+
+// NextRelist waits for the generic PLEG's next relist, when the kubelet
+// sees what the runtime did since the last one.
+func (r *Runtime) NextRelist(ctx context.Context) error {
+	if r == nil {
+		return nil
+	}
+	since := r.now().Sub(r.started)
+	next := (since/PLEGRelistPeriod + 1) * PLEGRelistPeriod
+	return r.sleep(ctx, next-since)
+}
+
+func sleepContext(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}

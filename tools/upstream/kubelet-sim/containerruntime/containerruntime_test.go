@@ -1,0 +1,197 @@
+package containerruntime
+
+import (
+	"context"
+	"math"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+)
+
+func timings(h Histogram) *Timings {
+	t := &Timings{Source: "test", Operations: map[string]Histogram{}}
+	for _, op := range Operations {
+		t.Operations[op] = h
+	}
+	return t
+}
+
+// Draws fall in the buckets in proportion to their counts, inside the
+// bucket's bounds, and beyond the last bound count as the last bound.
+func TestDrawFollowsTheHistogram(t *testing.T) {
+	h := Histogram{Bounds: []float64{0.01, 0.1, 1}, Counts: []uint64{10, 60, 0, 30}}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const n = 20000
+	var in [4]int
+	for range n {
+		d := Draw(h, rng).Seconds()
+		switch {
+		case d <= 0.01:
+			in[0]++
+		case d <= 0.1:
+			in[1]++
+		case d < 1:
+			in[2]++
+		case d == 1:
+			in[3]++
+		default:
+			t.Fatalf("draw %v beyond the last bound", d)
+		}
+	}
+	for i, c := range h.Counts {
+		p := float64(c) / 100
+		sd := math.Sqrt(n * p * (1 - p))
+		if got := float64(in[i]); math.Abs(got-n*p) > 4*sd+1 {
+			t.Errorf("bucket %d: %d of %d draws, want about %.0f", i, in[i], n, n*p)
+		}
+	}
+}
+
+// A run repeated with its seed draws the same durations.
+func TestDrawsAreSeeded(t *testing.T) {
+	h := Histogram{Bounds: []float64{0.01, 0.1, 1}, Counts: []uint64{1, 1, 1, 0}}
+	draws := func(seed uint64) []time.Duration {
+		r, err := New(timings(h), seed)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []time.Duration
+		for range 20 {
+			out = append(out, r.draw(RunPodSandbox))
+		}
+		return out
+	}
+	a, b, c := draws(7), draws(7), draws(8)
+	same := func(x, y []time.Duration) bool {
+		for i := range x {
+			if x[i] != y[i] {
+				return false
+			}
+		}
+		return true
+	}
+	if !same(a, b) {
+		t.Error("same seed, different draws")
+	}
+	if same(a, c) {
+		t.Error("different seeds, same draws")
+	}
+}
+
+// A pod's start is its sandbox then each container's create and start; its
+// stop is the slowest container's stop then the sandbox's.
+func TestPodStartAndStop(t *testing.T) {
+	// Every operation takes exactly 1 s (a bucket of one point: the draw
+	// beyond the last bound is the bound).
+	one := Histogram{Bounds: []float64{1}, Counts: []uint64{0, 1}}
+	r, err := New(timings(one), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var slept []time.Duration
+	r.sleep = func(_ context.Context, d time.Duration) error { slept = append(slept, d); return nil }
+	if err := r.StartPod(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.StopPod(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	if want := []time.Duration{5 * time.Second, 2 * time.Second}; len(slept) != 2 || slept[0] != want[0] || slept[1] != want[1] {
+		t.Errorf("slept %v, want %v (start: sandbox + 2 x (create + start); stop: max of the stops + sandbox)", slept, want)
+	}
+}
+
+// The PLEG relists every second from the runtime's start: a container
+// started between two relists is seen at the next one.
+func TestNextRelist(t *testing.T) {
+	one := Histogram{Bounds: []float64{1}, Counts: []uint64{1, 0}}
+	r, err := New(timings(one), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Unix(1000, 0)
+	r.started = start
+	for _, tc := range []struct{ since, want time.Duration }{
+		{0, time.Second},
+		{300 * time.Millisecond, 700 * time.Millisecond},
+		{2500 * time.Millisecond, 500 * time.Millisecond},
+	} {
+		var slept time.Duration
+		r.sleep = func(_ context.Context, d time.Duration) error { slept = d; return nil }
+		r.now = func() time.Time { return start.Add(tc.since) }
+		if err := r.NextRelist(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+		if slept != tc.want {
+			t.Errorf("%v after the start: waited %v, want %v", tc.since, slept, tc.want)
+		}
+	}
+}
+
+// A nil runtime is instant: nothing waits.
+func TestInstantRuntime(t *testing.T) {
+	var r *Runtime
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if r.StartPod(ctx, 1) != nil || r.StopPod(ctx, 1) != nil || r.NextRelist(ctx) != nil || r.Source() != "" {
+		t.Error("the instant runtime waited or failed")
+	}
+}
+
+// A cancelled pod start does not sit out its drawn time.
+func TestCancelledStart(t *testing.T) {
+	long := Histogram{Bounds: []float64{3600}, Counts: []uint64{0, 1}}
+	r, err := New(timings(long), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := r.StartPod(ctx, 1); err == nil {
+		t.Error("a cancelled start returned no error")
+	}
+}
+
+func TestValidate(t *testing.T) {
+	good := Histogram{Bounds: []float64{0.1, 1}, Counts: []uint64{1, 0, 0}}
+	for _, tc := range []struct {
+		name string
+		edit func(*Timings)
+		want string
+	}{
+		{"an operation missing", func(t *Timings) { delete(t.Operations, StopPodSandbox) }, "operations.stop_podsandbox: missing"},
+		{"counts not one more than bounds", func(t *Timings) {
+			t.Operations[RunPodSandbox] = Histogram{Bounds: []float64{1}, Counts: []uint64{1}}
+		}, "operations.run_podsandbox: 1 bounds and 1 counts"},
+		{"bounds not increasing", func(t *Timings) {
+			t.Operations[StopContainer] = Histogram{Bounds: []float64{1, 0.5}, Counts: []uint64{1, 0, 0}}
+		}, "operations.stop_container: bounds_seconds must be"},
+		{"nothing counted", func(t *Timings) {
+			t.Operations[StartContainer] = Histogram{Bounds: []float64{1}, Counts: []uint64{0, 0}}
+		}, "operations.start_container: no operation counted"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tm := timings(good)
+			tm.Operations = map[string]Histogram{}
+			for _, op := range Operations {
+				tm.Operations[op] = good
+			}
+			tc.edit(tm)
+			if err := tm.Validate(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// The built-in timings are valid and say where they were measured.
+func TestDefault(t *testing.T) {
+	tm, err := Default()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(tm.Source, "kind") {
+		t.Errorf("source %q does not say it was measured on kind", tm.Source)
+	}
+}
