@@ -27,11 +27,17 @@ const (
 	StartContainer  = "start_container"
 	StopContainer   = "stop_container"
 	StopPodSandbox  = "stop_podsandbox"
+	// Reading a pod back (the PLEG's relist of the pod, GetPodStatus).
+	ListPodSandbox   = "list_podsandbox"
+	ListContainers   = "list_containers"
+	PodSandboxStatus = "podsandbox_status"
+	ContainerStatus  = "container_status"
 )
 
-// PodOperations are the operations kubelet-sim draws, in the order a pod
-// goes through them.
-var PodOperations = []string{RunPodSandbox, CreateContainer, StartContainer, StopContainer, StopPodSandbox}
+// PodOperations are the operations kubelet-sim draws: a pod's start and
+// stop, and reading it back.
+var PodOperations = []string{RunPodSandbox, CreateContainer, StartContainer, StopContainer, StopPodSandbox,
+	ListPodSandbox, ListContainers, PodSandboxStatus, ContainerStatus}
 
 // Histogram is one operation's durations: Counts[i] took at most
 // Bounds[i] seconds and more than Bounds[i-1] (0 for i = 0); the last

@@ -3,9 +3,10 @@
 // sandbox and containers: each operation's duration is drawn, seeded, from
 // a histogram of the kubelet's own metric of it
 // (kubelet_runtime_operations_duration_seconds, by operation_type) measured
-// on kind with real kubelets and containerd. A started container is
-// reported only at the next relist of the kubelet's generic PLEG, as the
-// real kubelet learns of it.
+// on kind with real kubelets and containerd. Before a started or stopped
+// pod's status is written, the kubelet reads it back from the runtime (the
+// PLEG's on-demand relist of the pod and GetPodStatus), and that read takes
+// its time too.
 //
 // The timings kubelet-sim uses by default are embedded (timings.json),
 // written by `strandlab runtime-timings` from kind reports; their source says
@@ -33,16 +34,17 @@ const (
 	StartContainer  = "start_container"
 	StopContainer   = "stop_container"
 	StopPodSandbox  = "stop_podsandbox"
+	// The calls of reading a pod back: kuberuntime GetPod, then
+	// GetPodStatus.
+	ListPodSandbox   = "list_podsandbox"
+	ListContainers   = "list_containers"
+	PodSandboxStatus = "podsandbox_status"
+	ContainerStatus  = "container_status"
 )
 
 // Operations are the operations a Timings file must have.
-var Operations = []string{RunPodSandbox, CreateContainer, StartContainer, StopContainer, StopPodSandbox}
-
-// PLEGRelistPeriod is the generic PLEG's relist period
-// (pkg/kubelet/kubelet.go genericPlegRelistPeriod): the kubelet learns that a
-// container started at the first relist after it did, and only then writes
-// the pod Running.
-const PLEGRelistPeriod = time.Second
+var Operations = []string{RunPodSandbox, CreateContainer, StartContainer, StopContainer, StopPodSandbox,
+	ListPodSandbox, ListContainers, PodSandboxStatus, ContainerStatus}
 
 // Histogram is a Prometheus histogram of one operation's duration.
 // Counts[i] operations took at most Bounds[i] seconds and more than
@@ -151,15 +153,11 @@ func Draw(h Histogram, rng *rand.Rand) time.Duration {
 }
 
 // Runtime spends a pod's runtime operations' time. A nil *Runtime is an
-// instant runtime with no PLEG delay (kubelet-sim --runtime-timings=none).
+// instant runtime (kubelet-sim --runtime-timings=none).
 type Runtime struct {
 	timings *Timings
-	// started is when the PLEG's relists began; they fall every
-	// PLEGRelistPeriod from it.
-	started time.Time
 	// sleep waits d or until ctx ends; tests record instead of waiting.
 	sleep func(ctx context.Context, d time.Duration) error
-	now   func() time.Time
 
 	mu  sync.Mutex
 	rng *rand.Rand
@@ -172,7 +170,7 @@ func New(timings *Timings, seed uint64) (*Runtime, error) {
 	if err := timings.Validate(); err != nil {
 		return nil, err
 	}
-	return &Runtime{timings: timings, started: time.Now(), sleep: sleepContext, now: time.Now,
+	return &Runtime{timings: timings, sleep: sleepContext,
 		rng: rand.New(rand.NewPCG(seed, 0x6b7562656c6574))}, nil
 }
 
@@ -219,15 +217,23 @@ func (r *Runtime) StopPod(ctx context.Context, containers int) error {
 	return r.sleep(ctx, d+r.draw(StopPodSandbox))
 }
 
-// NextRelist waits for the generic PLEG's next relist, when the kubelet
-// sees what the runtime did since the last one.
-func (r *Runtime) NextRelist(ctx context.Context) error {
+// ReadBack spends the time the kubelet takes to read a pod back from the
+// runtime before it writes the pod's status: with v1.37's on-demand relist
+// (PLEGOnDemandRelist, GA: Kubelet.SyncPod asks GenericPLEG.relistPod for
+// the pod right after a sync that started containers, so Running does not
+// wait for the 1 s periodic relist) GetPod lists the sandboxes and the
+// containers, and GetPodStatus reads the sandbox's and each container's
+// status; syncTerminatingPod reads the stopped pod with GetPodStatus the
+// same way.
+func (r *Runtime) ReadBack(ctx context.Context, containers int) error {
 	if r == nil {
 		return nil
 	}
-	since := r.now().Sub(r.started)
-	next := (since/PLEGRelistPeriod + 1) * PLEGRelistPeriod
-	return r.sleep(ctx, next-since)
+	d := r.draw(ListPodSandbox) + r.draw(ListContainers) + r.draw(PodSandboxStatus)
+	for range containers {
+		d += r.draw(ContainerStatus)
+	}
+	return r.sleep(ctx, d)
 }
 
 func sleepContext(ctx context.Context, d time.Duration) error {

@@ -102,30 +102,21 @@ func TestPodStartAndStop(t *testing.T) {
 	}
 }
 
-// The PLEG relists every second from the runtime's start: a container
-// started between two relists is seen at the next one.
-func TestNextRelist(t *testing.T) {
-	one := Histogram{Bounds: []float64{1}, Counts: []uint64{1, 0}}
+// Reading a pod back lists the sandboxes and containers and reads the
+// sandbox's and each container's status.
+func TestReadBack(t *testing.T) {
+	one := Histogram{Bounds: []float64{1}, Counts: []uint64{0, 1}}
 	r, err := New(timings(one), 1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	start := time.Unix(1000, 0)
-	r.started = start
-	for _, tc := range []struct{ since, want time.Duration }{
-		{0, time.Second},
-		{300 * time.Millisecond, 700 * time.Millisecond},
-		{2500 * time.Millisecond, 500 * time.Millisecond},
-	} {
-		var slept time.Duration
-		r.sleep = func(_ context.Context, d time.Duration) error { slept = d; return nil }
-		r.now = func() time.Time { return start.Add(tc.since) }
-		if err := r.NextRelist(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		if slept != tc.want {
-			t.Errorf("%v after the start: waited %v, want %v", tc.since, slept, tc.want)
-		}
+	var slept time.Duration
+	r.sleep = func(_ context.Context, d time.Duration) error { slept = d; return nil }
+	if err := r.ReadBack(context.Background(), 2); err != nil {
+		t.Fatal(err)
+	}
+	if slept != 5*time.Second {
+		t.Errorf("slept %v, want 5s (list sandboxes, list containers, sandbox status, 2 container statuses)", slept)
 	}
 }
 
@@ -134,7 +125,7 @@ func TestInstantRuntime(t *testing.T) {
 	var r *Runtime
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if r.StartPod(ctx, 1) != nil || r.StopPod(ctx, 1) != nil || r.NextRelist(ctx) != nil || r.Source() != "" {
+	if r.StartPod(ctx, 1) != nil || r.StopPod(ctx, 1) != nil || r.ReadBack(ctx, 1) != nil || r.Source() != "" {
 		t.Error("the instant runtime waited or failed")
 	}
 }

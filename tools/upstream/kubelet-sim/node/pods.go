@@ -311,8 +311,8 @@ func (pw *podWorkers) retryLater(ctx context.Context, w *podWorker, pod *corev1.
 }
 
 // start shows the pod ContainerCreating, waits for its volumes, spends the
-// runtime's time to start the sandbox and containers, then reports it
-// Running with every container started and ready.
+// runtime's time to start the sandbox and containers and to read the pod
+// back, then reports it Running with every container started and ready.
 func (pw *podWorkers) start(ctx context.Context, pod *corev1.Pod, ip string) error {
 	n := pw.node
 	now := metav1.Now()
@@ -339,12 +339,13 @@ func (pw *podWorkers) start(ctx context.Context, pod *corev1.Pod, ip string) err
 		return err
 	}
 	// kuberuntime's SyncPod: the sandbox, then the containers; the kubelet
-	// learns that they run at the PLEG's next relist, and only then writes
+	// reads the pod back (the PLEG's on-demand relist) before it writes
 	// the pod Running.
-	if err := n.cfg.Runtime.StartPod(ctx, len(pod.Spec.InitContainers)+len(pod.Spec.Containers)); err != nil {
+	containers := len(pod.Spec.InitContainers) + len(pod.Spec.Containers)
+	if err := n.cfg.Runtime.StartPod(ctx, containers); err != nil {
 		return err
 	}
-	if err := n.cfg.Runtime.NextRelist(ctx); err != nil {
+	if err := n.cfg.Runtime.ReadBack(ctx, containers); err != nil {
 		return err
 	}
 
@@ -405,6 +406,10 @@ func (pw *podWorkers) terminate(ctx context.Context, pod *corev1.Pod, running *b
 			return err
 		}
 		*running = false
+		// syncTerminatingPod reads the stopped pod back (GetPodStatus).
+		if err := n.cfg.Runtime.ReadBack(ctx, len(pod.Spec.Containers)); err != nil {
+			return err
+		}
 	}
 	now := metav1.Now()
 	stopped := pod.DeepCopy()
