@@ -158,7 +158,7 @@ func checkSteps(t *testing.T, timeline []report.TimelineEntry, steps []step) {
 // detector reports safety violation (a) with that timeline. fix, on the
 // same seed and faults, has none.
 func TestMirrorSafetyStockNotFix(t *testing.T) {
-	r := start(t, "--scenario", "scenarios/mirror-safety.yaml", "--builds", "stock,fix", "--cycles", "8", "--check")
+	r := start(t, "--scenario", "scenarios/mirror-safety.yaml", "--builds", "stock,fix", "--cycles", "6", "--check")
 	if code := r.wait(t); code != 0 {
 		t.Fatalf("exit %d (3: outside the scenario's expect band):\n%s", code, r.text())
 	}
@@ -167,8 +167,8 @@ func TestMirrorSafetyStockNotFix(t *testing.T) {
 	for _, b := range rep.Builds {
 		builds[b.Name] = b
 	}
-	if fix := builds["fix"]; fix.Cycles != 8 || fix.SafetyViolations != 0 || fix.Stranded != 0 || fix.CyclesNotRunning != 0 {
-		t.Errorf("fix: %d cycles, %d safety violations %+v, %d stranded, %d not running; want 8 clean cycles",
+	if fix := builds["fix"]; fix.Cycles != 6 || fix.SafetyViolations != 0 || fix.Stranded != 0 || fix.CyclesNotRunning != 0 {
+		t.Errorf("fix: %d cycles, %d safety violations %+v, %d stranded, %d not running; want 6 clean cycles",
 			fix.Cycles, fix.SafetyViolations, fix.SafetyFindings, fix.Stranded, fix.CyclesNotRunning)
 	}
 	stock := builds["stock"]

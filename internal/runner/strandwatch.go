@@ -131,9 +131,11 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, pods *wo
 func must[T any](items []T, _ error) []T { return items }
 
 // safetyLookback is how far before a safety violation its timeline starts:
-// the cause (e.g. the controller's empty PATCH before a detach) comes
-// seconds before the violation shows.
-const safetyLookback = 15 * time.Second
+// the cause comes well before the violation shows. On mirror-safety the
+// add patch that the controller's late node view misses is about 16 s
+// before it (the empty removal patch, the detach, then a replacement
+// scheduled 12 s after the old pod is gone).
+const safetyLookback = 25 * time.Second
 
 func (w *strandWatch) record(ctx context.Context, findings []detector.Finding) {
 	var fresh []detector.Finding
