@@ -81,6 +81,7 @@ func (w world) objects(now time.Time) []runtime.Object {
 		pv.Spec.ClaimRef = &corev1.ObjectReference{Namespace: w.claimNS, Name: "data-0-web-0"}
 	}
 	objs := []runtime.Object{
+		&corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "ns"}},
 		&corev1.PersistentVolumeClaim{ObjectMeta: metav1.ObjectMeta{Name: "data-0-web-0", Namespace: "ns"}, Spec: corev1.PersistentVolumeClaimSpec{VolumeName: pvName}},
 		pv,
 		&storagev1.CSIDriver{ObjectMeta: metav1.ObjectMeta{Name: driver}, Spec: storagev1.CSIDriverSpec{AttachRequired: &yes}},
@@ -292,6 +293,45 @@ func TestForbiddenNamesTheResource(t *testing.T) {
 	var apiErr *APIError
 	if err == nil || !apierrors.IsForbidden(err) || !errors.As(err, &apiErr) || apiErr.Resource != "nodes" || !strings.Contains(err.Error(), "cannot list nodes") {
 		t.Fatalf("error %v", err)
+	}
+}
+
+// A namespace strandscan cannot confirm is an error, never a clean scan: a
+// typo in -n (the namespace does not exist) and a role without get on
+// namespaces both fail, naming the namespace.
+func TestNamespaceMustExist(t *testing.T) {
+	tests := []struct {
+		name      string
+		namespace string
+		forbidden bool
+		want      string // "" = the scan succeeds
+	}{
+		{"exists", "ns", false, ""},
+		{"typo", "nss", false, `namespace "nss" does not exist`},
+		{"forbidden", "ns", true, "cannot get namespaces ns"},
+		{"all namespaces need no get", "", true, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := world{podNode: "node-1", podRunning: true, listedOn: "node-1", va: &vaState{node: "node-1", attached: true}}
+			client := fake.NewClientset(w.objects(time.Now())...)
+			if tc.forbidden {
+				client.PrependReactor("get", "namespaces", func(k8stesting.Action) (bool, runtime.Object, error) {
+					return true, nil, apierrors.NewForbidden(schema.GroupResource{Resource: "namespaces"}, tc.namespace, nil)
+				})
+			}
+			r, err := Scan(scanCtx(t), client, Options{Namespace: tc.namespace, Threshold: time.Second})
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatalf("error %v", err)
+			case tc.want == "" && len(r.Findings) != 0:
+				t.Errorf("findings %+v: want none", r.Findings)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Fatalf("error %v, want one containing %q", err, tc.want)
+			case tc.forbidden && tc.want != "" && !apierrors.IsForbidden(err):
+				t.Errorf("error %v: want the Forbidden status kept, so the RBAC hint is printed", err)
+			}
+		})
 	}
 }
 

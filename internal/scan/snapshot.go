@@ -5,6 +5,7 @@ package scan
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -44,6 +45,9 @@ func (e *APIError) Error() string {
 
 func (e *APIError) Unwrap() error { return e.Err }
 
+// ErrNoNamespace: the namespace to scan does not exist.
+var ErrNoNamespace = errors.New("nothing to scan")
+
 // Resources the scan reads, as RBAC names them (manifests/strandscan/rbac.yaml).
 const (
 	resPods     = "pods"
@@ -52,6 +56,7 @@ const (
 	resPVs      = "persistentvolumes"
 	resVAs      = "volumeattachments.storage.k8s.io"
 	resDrivers  = "csidrivers.storage.k8s.io"
+	resNSes     = "namespaces"
 	managedAnno = "volumes.kubernetes.io/controller-managed-attach-detach"
 )
 
@@ -68,6 +73,16 @@ const (
 func Snapshot(ctx context.Context, client kubernetes.Interface, namespace string) (detector.Snapshot, error) {
 	s := detector.Snapshot{Time: time.Now().UTC(), Namespace: namespace}
 	var err error
+	if namespace != "" {
+		// A namespace that does not exist lists as empty: without this
+		// check a typo in -n would read as "no stranded volumes".
+		if _, err = client.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{}); err != nil {
+			if apierrors.IsNotFound(err) {
+				return s, fmt.Errorf("namespace %q does not exist: %w", namespace, ErrNoNamespace)
+			}
+			return s, &APIError{Verb: "get", Resource: resNSes, Name: namespace, Err: err}
+		}
+	}
 	if s.CSIDrivers, err = listAll[storagev1.CSIDriver](ctx, resDrivers, "", client.StorageV1().CSIDrivers().List); err != nil {
 		return s, err
 	}

@@ -66,8 +66,8 @@ reports, with the same detector as the strandlab harness (docs/design.md):
   safety violation: the volume is listed on the node without a live attached VolumeAttachment, or detached while the pod still has it mounted.
 It only reads (RBAC: manifests/strandscan/rbac.yaml). See docs/strandscan.md.
 
-Exit status: 0 no findings, 1 findings, 2 error (bad flag, unreachable
-cluster, missing permission).`,
+Exit status: 0 no findings, 1 findings, 2 could not scan (bad flag,
+unreachable cluster, missing permission, a namespace that does not exist).`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -167,7 +167,7 @@ func explain(err error, server string) error {
 	var apiErr *scan.APIError
 	switch {
 	case apierrors.IsForbidden(err):
-		return fmt.Errorf("%w\nstrandscan needs get/list/watch on pods, nodes, persistentvolumeclaims, persistentvolumes, volumeattachments and csidrivers: apply manifests/strandscan/rbac.yaml and use its ServiceAccount (docs/strandscan.md)", err)
+		return fmt.Errorf("%w\nstrandscan needs get/list/watch on pods, nodes, persistentvolumeclaims, persistentvolumes, volumeattachments and csidrivers, and get on namespaces for -n: apply manifests/strandscan/rbac.yaml and use its ServiceAccount (docs/strandscan.md)", err)
 	case apierrors.IsUnauthorized(err):
 		return fmt.Errorf("%w\nthe API server %s rejected the credentials: check --kubeconfig and --context", err, server)
 	case errors.As(err, &apiErr) && !isStatus(err):
