@@ -80,9 +80,14 @@ func TestProfileValidate(t *testing.T) {
 		invalid string
 	}{
 		{name: "empty", p: Profile{}},
-		{name: "full", p: Profile{Rules: []Rule{ok, {Resource: "nodes", EventTypes: []string{"MODIFIED"}, Predicate: PredicateVolumesAttachedAdded}, {Resource: "pods", EventTypes: []string{"ADDED", "DELETED", "BOOKMARK"}}},
+		{name: "full", p: Profile{Rules: []Rule{ok, {Resource: "nodes", EventTypes: []string{"MODIFIED"}, Predicate: PredicateVolumesAttachedAdded, Delay: Delay{ExponentialMean: D(time.Second)}}, {Resource: "pods", EventTypes: []string{"ADDED", "DELETED", "BOOKMARK"}, Delay: Delay{UniformMax: D(time.Second)}}},
 			RequestLatency: Delay{UniformMax: D(time.Millisecond)}, QPS: 5, Burst: 10, QueueLimit: 100}},
 		{name: "no resource", p: Profile{Rules: []Rule{ok, {Delay: ok.Delay}}}, invalid: "rules[1].resource: required"},
+		{name: "resource typo", p: Profile{Rules: []Rule{ok, {Resource: "nodez", Delay: ok.Delay}}}, invalid: `rules[1].resource: "nodez" is not a built-in resource; did you mean "nodes"?`},
+		{name: "resource singular", p: Profile{Rules: []Rule{{Resource: "volumeattachment", Delay: ok.Delay}}}, invalid: `did you mean "volumeattachments"?`},
+		{name: "resource upper case", p: Profile{Rules: []Rule{{Resource: "Pods", Delay: ok.Delay}}}, invalid: `did you mean "pods"?`},
+		{name: "resource unknown", p: Profile{Rules: []Rule{{Resource: "widgets", Delay: ok.Delay}}}, invalid: `rules[0].resource: "widgets" is not a built-in resource (a plural`},
+		{name: "no delay", p: Profile{Rules: []Rule{ok, {Resource: "nodes"}}}, invalid: "rules[1].delay: says no delay"},
 		{name: "bad event type", p: Profile{Rules: []Rule{{Resource: "nodes", EventTypes: []string{"UPDATED"}}}}, invalid: `rules[0].eventTypes: "UPDATED" is not`},
 		{name: "bad predicate", p: Profile{Rules: []Rule{{Resource: "nodes", Predicate: "volumesDetached"}}}, invalid: `rules[0].predicate: "volumesDetached" is not volumesAttachedRemoved or volumesAttachedAdded`},
 		{name: "predicate on pods", p: Profile{Rules: []Rule{{Resource: "pods", Predicate: PredicateVolumesAttachedRemoved}}}, invalid: "rules[0].predicate: volumesAttachedRemoved applies to nodes only"},

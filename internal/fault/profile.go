@@ -49,6 +49,9 @@ func (p *Profile) Validate() error {
 		if r.Resource == "" {
 			return fmt.Errorf("rules[%d].resource: required", i)
 		}
+		if err := checkResource(r.Resource); err != nil {
+			return fmt.Errorf("rules[%d].resource: %w", i, err)
+		}
 		for _, t := range r.EventTypes {
 			switch t {
 			case "ADDED", "MODIFIED", "DELETED", "BOOKMARK":
@@ -66,6 +69,11 @@ func (p *Profile) Validate() error {
 		}
 		if err := r.Delay.Validate(); err != nil {
 			return fmt.Errorf("rules[%d].delay.%w", i, err)
+		}
+		if r.Delay.Bound() == 0 {
+			// delay: {} (or a misspelt key) would delay nothing: the
+			// faulted scenario would silently be its own control.
+			return fmt.Errorf("rules[%d].delay: says no delay; set fixed, uniformMin/uniformMax or exponentialMean above 0", i)
 		}
 	}
 	if err := p.RequestLatency.Validate(); err != nil {

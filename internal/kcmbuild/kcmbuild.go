@@ -121,6 +121,18 @@ func List(repoRoot string) ([]Spec, error) {
 	return specs, errors.Join(errs...)
 }
 
+// Names are the builds a scenario may name: stock and every valid build
+// under repoRoot (invalid ones are List's error, reported where they are
+// built).
+func Names(repoRoot string) []string {
+	specs, _ := List(repoRoot)
+	names := []string{Stock}
+	for _, s := range specs {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
 // Lookup returns the build called name; "stock" is always there.
 func Lookup(repoRoot, name string) (Spec, error) {
 	if name == Stock {

@@ -137,6 +137,9 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 			return nil, fmt.Errorf("builds[%d]: %w", i, err)
 		}
 	}
+	if err := sc.CheckExpectKeys(kcmbuild.Names(opts.RepoRoot)); err != nil {
+		return nil, fmt.Errorf("scenario %s: %w", opts.ScenarioPath, err)
+	}
 	return sc, nil
 }
 

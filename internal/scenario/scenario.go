@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -176,6 +177,10 @@ type Duration = fault.Duration
 var (
 	dnsLabel      = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,40}[a-z0-9])?$`)
 	csiDriverName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$`)
+	// scenarioName: report directories, kind clusters and Docker
+	// containers are named after it, so it may not leave a directory
+	// ("../x", "a/b"), split a line or break a cluster name.
+	scenarioName = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$`)
 	// dnsSubdomain: a Kubernetes object name such as a StorageClass's.
 	dnsSubdomain = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$`)
 )
@@ -202,8 +207,21 @@ func Load(path string) (*Scenario, error) {
 	}
 	if s.Name == "" {
 		s.Name = DefaultName(path)
+		if err := ValidName(s.Name); err != nil {
+			return nil, fmt.Errorf("scenario %s has no name and its file name will not do: %w (set name: in the file)", path, err)
+		}
 	}
 	return s, nil
+}
+
+// ValidName is the one rule for scenario names, shared by validate, run and
+// merge: lower-case letters, digits, '-' and '.', starting and ending with a
+// letter or digit, at most 63 characters.
+func ValidName(name string) error {
+	if !scenarioName.MatchString(name) {
+		return fmt.Errorf("name: %q is not a valid scenario name (lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 63 characters)", name)
+	}
+	return nil
 }
 
 // Parse decodes and validates a scenario.
@@ -246,6 +264,11 @@ func (s *Scenario) setDefaults() {
 
 // Validate reports the first invalid field, by its path.
 func (s *Scenario) Validate() error {
+	if s.Name != "" {
+		if err := ValidName(s.Name); err != nil {
+			return err
+		}
+	}
 	switch s.Cluster.Provider {
 	case "local", "kind", "existing":
 	default:
@@ -363,6 +386,24 @@ func (b Band) validate(path string) error {
 	}
 	if f := b.FirstCycle; f != "" && f != "stranded" && f != "running" {
 		return fmt.Errorf("%s.firstCycle: %q is not stranded or running", path, f)
+	}
+	return nil
+}
+
+// CheckExpectKeys refuses an expect key that names no build: a typo
+// (`fixx:`) would leave the real build without its band and let --check
+// pass. known are the controller builds that exist (stock and the
+// repository's builds); the scenario's own builds count too, and '*' is
+// every build.
+func (s *Scenario) CheckExpectKeys(known []string) error {
+	for _, k := range sortedBandKeys(s.Expect) {
+		if k == "*" || slices.Contains(s.Builds, k) || slices.Contains(known, k) {
+			continue
+		}
+		names := append(slices.Clone(s.Builds), known...)
+		slices.Sort(names)
+		names = slices.Compact(names)
+		return fmt.Errorf("expect.%s: no controller build is called %q (builds: %s, or '*' for all)", k, k, strings.Join(names, ", "))
 	}
 	return nil
 }

@@ -109,6 +109,14 @@ func TestParseRejectsBadInputNamingTheField(t *testing.T) {
 		{"proxy request latency", valid + "proxy: {requestLatency: {uniformMin: 2s, uniformMax: 1s}}\n", "proxy.requestLatency.uniformMax: 1s is below uniformMin 2s"},
 		{"proxy negative qps", valid + "proxy: {qps: -1}\n", "proxy.qps: -1 is negative"},
 		{"unknown proxy delay field", valid + "proxy: {rules: [{resource: nodes, delay: {fixd: 1s}}]}\n", "proxy.rules[0].delay.fixd: unknown field"},
+		{"proxy resource typo", valid + "proxy: {rules: [{resource: nodez, delay: {fixed: 1s}}]}\n", `proxy.rules[0].resource: "nodez" is not a built-in resource; did you mean "nodes"?`},
+		{"proxy delay that says nothing", valid + "proxy: {rules: [{resource: nodes, delay: {}}]}\n", "proxy.rules[0].delay: says no delay"},
+		{"proxy rule without a delay", valid + "proxy: {rules: [{resource: nodes}]}\n", "proxy.rules[0].delay: says no delay"},
+		{"name leaving the report directory", strings.Replace(valid, "name: t", "name: ../../../../tmp/x", 1), `name: "../../../../tmp/x" is not a valid scenario name`},
+		{"name with a slash", strings.Replace(valid, "name: t", "name: a/b", 1), `name: "a/b" is not a valid scenario name`},
+		{"name with a newline", strings.Replace(valid, "name: t", "name: \"a\\nb\"", 1), `is not a valid scenario name`},
+		{"name upper case", strings.Replace(valid, "name: t", "name: Soak", 1), `name: "Soak" is not a valid scenario name`},
+		{"name too long", strings.Replace(valid, "name: t", "name: "+strings.Repeat("a", 64), 1), `is not a valid scenario name`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -133,6 +141,43 @@ func TestShippedScenariosAreValid(t *testing.T) {
 		if _, err := Load(f); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// A file name that is no scenario name needs name: in the file.
+func TestLoadRefusesAFileNameThatIsNoName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "My Soak.yaml")
+	if err := os.WriteFile(path, []byte(strings.Replace(valid, "name: t\n", "", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Load(path); err == nil || !strings.Contains(err.Error(), "set name: in the file") {
+		t.Errorf("error %v, want the file name refused", err)
+	}
+}
+
+// An expect key must name a build: a typo would leave the build unchecked.
+func TestCheckExpectKeys(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		known      []string
+		want       string // "" = accepted
+	}{
+		{"every build", valid + "expect: {'*': {stranded: {max: 0}}}\n", []string{"stock"}, ""},
+		{"a scenario build", valid + "builds: [stock, mine]\nexpect: {mine: {stranded: {max: 0}}}\n", []string{"stock"}, ""},
+		{"a repository build", valid + "expect: {fix: {stranded: {max: 0}}}\n", []string{"stock", "fix"}, ""},
+		{"a typo", valid + "builds: [stock, fix]\nexpect: {fixx: {stranded: {max: 0}}}\n", []string{"stock", "fix"}, `expect.fixx: no controller build is called "fixx" (builds: fix, stock, or '*' for all)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s, err := Parse([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			err = s.CheckExpectKeys(tc.known)
+			if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
+				t.Errorf("CheckExpectKeys = %v, want %q", err, tc.want)
+			}
+		})
 	}
 }
 

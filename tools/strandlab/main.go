@@ -28,6 +28,7 @@ import (
 	"github.com/strandlab/strandlab/internal/cluster/existing"
 	"github.com/strandlab/strandlab/internal/cluster/kind"
 	"github.com/strandlab/strandlab/internal/cluster/local"
+	"github.com/strandlab/strandlab/internal/kcmbuild"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/runner"
 	"github.com/strandlab/strandlab/internal/scenario"
@@ -322,6 +323,20 @@ until its PersistentVolumes and their VolumeAttachments are gone (at most
 	return cmd
 }
 
+// knownBuilds are the controller builds of the repository strandlab runs
+// in (stock alone outside one): what a scenario's expect keys may name.
+func knownBuilds() []string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return []string{kcmbuild.Stock}
+	}
+	root, err := upstream.RepoRoot(wd)
+	if err != nil {
+		return []string{kcmbuild.Stock}
+	}
+	return kcmbuild.Names(root)
+}
+
 func validateCommand() *cobra.Command {
 	return &cobra.Command{
 		Use:   "validate FILE...",
@@ -330,7 +345,14 @@ func validateCommand() *cobra.Command {
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var errs []error
 			for _, f := range args {
-				if _, err := scenario.Load(f); err != nil {
+				sc, err := scenario.Load(f)
+				if err == nil {
+					err = sc.CheckExpectKeys(knownBuilds())
+					if err != nil {
+						err = fmt.Errorf("scenario %s: %w", f, err)
+					}
+				}
+				if err != nil {
 					errs = append(errs, err)
 					continue
 				}

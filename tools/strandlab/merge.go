@@ -117,6 +117,9 @@ func mergeReports(paths []string, o mergeOptions, stdout, stderr io.Writer) (str
 		if sc, err = scenario.Load(o.scenario); err != nil {
 			return "", fmt.Errorf("--scenario: %w", err)
 		}
+		if err := sc.CheckExpectKeys(knownBuilds()); err != nil {
+			return "", fmt.Errorf("--scenario %s: %w", o.scenario, err)
+		}
 	}
 	inputs := make([]report.MergeInput, len(paths))
 	for i, p := range paths {
@@ -125,6 +128,11 @@ func mergeReports(paths []string, o mergeOptions, stdout, stderr io.Writer) (str
 			return "", err
 		}
 		inputs[i] = in
+		// The merged report's directory is named after the scenario: a
+		// report.json edited to name "../x" must not write outside --output.
+		if err := scenario.ValidName(in.Report.Scenario); err != nil {
+			return "", fmt.Errorf("%s: scenario %w", p, err)
+		}
 	}
 	opts := report.MergeOptions{AllowPartial: o.allowPartial, Now: o.now}
 	if sc != nil {
