@@ -5,9 +5,11 @@
 package scenario
 
 import (
+	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -17,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	utilyaml "k8s.io/apimachinery/pkg/util/yaml"
 	"sigs.k8s.io/yaml"
 
 	"github.com/strandlab/strandlab/internal/fault"
@@ -197,7 +200,7 @@ func (c Cluster) StorageClassName() string {
 // Load reads and validates a scenario file, naming it after the file when it
 // has no name (DefaultName).
 func Load(path string) (*Scenario, error) {
-	data, err := os.ReadFile(path)
+	data, err := readFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
@@ -224,10 +227,49 @@ func ValidName(name string) error {
 	return nil
 }
 
+// MaxFileSize bounds a scenario file: the largest shipped one is about
+// 3 KiB; a bound keeps `validate /dev/zero` from reading forever.
+const MaxFileSize = 1 << 20
+
+// readFile reads a regular file of at most MaxFileSize bytes. It refuses
+// devices, FIFOs and directories before opening them (a FIFO would block
+// the open).
+func readFile(path string) ([]byte, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
+	}
+	if fi.Size() > MaxFileSize {
+		return nil, fmt.Errorf("%s: %d bytes, more than a scenario's %d", path, fi.Size(), MaxFileSize)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(data) > MaxFileSize {
+		return nil, fmt.Errorf("%s: more than a scenario's %d bytes", path, MaxFileSize)
+	}
+	return data, nil
+}
+
 // Parse decodes and validates a scenario.
 func Parse(data []byte) (*Scenario, error) {
 	if len(bytes.TrimSpace(data)) == 0 {
 		return nil, errors.New("empty scenario")
+	}
+	if n, err := documents(data); err != nil {
+		return nil, err
+	} else if n > 1 {
+		// The decoder would read the first and drop the rest silently.
+		return nil, fmt.Errorf("%d YAML documents: a scenario file holds one (split it at its '---' lines)", n)
 	}
 	var doc any
 	if err := yaml.Unmarshal(data, &doc); err != nil {
@@ -260,6 +302,37 @@ func (s *Scenario) setDefaults() {
 	if s.Churn.StrandingThreshold.Duration == 0 {
 		s.Churn.StrandingThreshold.Duration = 30 * time.Second
 	}
+}
+
+// documents counts the non-empty YAML documents in data.
+func documents(data []byte) (int, error) {
+	r := utilyaml.NewYAMLReader(bufio.NewReader(bytes.NewReader(data)))
+	n := 0
+	for {
+		doc, err := r.Read()
+		if errors.Is(err, io.EOF) {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+		if len(bytes.TrimSpace(stripComments(doc))) > 0 {
+			n++
+		}
+	}
+}
+
+// stripComments drops whole-line comments, so a document of comments alone
+// (a header above the first '---') does not count.
+func stripComments(doc []byte) []byte {
+	var out []byte
+	for _, line := range bytes.Split(doc, []byte("\n")) {
+		if t := bytes.TrimSpace(line); len(t) > 0 && t[0] != '#' && !bytes.Equal(t, []byte("---")) {
+			out = append(out, line...)
+			out = append(out, '\n')
+		}
+	}
+	return out
 }
 
 // Validate reports the first invalid field, by its path.

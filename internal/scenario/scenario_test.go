@@ -1,9 +1,11 @@
 package scenario
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -109,6 +111,7 @@ func TestParseRejectsBadInputNamingTheField(t *testing.T) {
 		{"proxy request latency", valid + "proxy: {requestLatency: {uniformMin: 2s, uniformMax: 1s}}\n", "proxy.requestLatency.uniformMax: 1s is below uniformMin 2s"},
 		{"proxy negative qps", valid + "proxy: {qps: -1}\n", "proxy.qps: -1 is negative"},
 		{"unknown proxy delay field", valid + "proxy: {rules: [{resource: nodes, delay: {fixd: 1s}}]}\n", "proxy.rules[0].delay.fixd: unknown field"},
+		{"two documents", valid + "---\n" + valid, "2 YAML documents: a scenario file holds one"},
 		{"proxy resource typo", valid + "proxy: {rules: [{resource: nodez, delay: {fixed: 1s}}]}\n", `proxy.rules[0].resource: "nodez" is not a built-in resource; did you mean "nodes"?`},
 		{"proxy delay that says nothing", valid + "proxy: {rules: [{resource: nodes, delay: {}}]}\n", "proxy.rules[0].delay: says no delay"},
 		{"proxy rule without a delay", valid + "proxy: {rules: [{resource: nodes}]}\n", "proxy.rules[0].delay: says no delay"},
@@ -141,6 +144,50 @@ func TestShippedScenariosAreValid(t *testing.T) {
 		if _, err := Load(f); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+// A leading '---' and comments around one document are one document.
+func TestParseOneDocumentWithSeparators(t *testing.T) {
+	for _, y := range []string{"---\n" + valid, "# header\n---\n" + valid + "---\n# trailer\n"} {
+		if _, err := Parse([]byte(y)); err != nil {
+			t.Errorf("%q: %v", y, err)
+		}
+	}
+}
+
+// Load reads regular files of bounded size only: a device, a FIFO (which
+// would block the open) or a directory is refused before it is read.
+func TestLoadRefusesWhatIsNoScenarioFile(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "fifo.yaml")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, append([]byte(valid), bytes.Repeat([]byte("# padding\n"), MaxFileSize/10+1)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct{ path, want string }{
+		{"/dev/zero", "not a regular file"},
+		{fifo, "not a regular file"},
+		{dir, "not a regular file"},
+		{big, "more than a scenario's 1048576"},
+		{filepath.Join(dir, "missing.yaml"), "no such file"},
+	}
+	for _, tc := range tests {
+		t.Run(filepath.Base(tc.path), func(t *testing.T) {
+			done := make(chan error, 1)
+			go func() { _, err := Load(tc.path); done <- err }()
+			select {
+			case err := <-done:
+				if err == nil || !strings.Contains(err.Error(), tc.want) {
+					t.Errorf("Load(%s) = %v, want %q", tc.path, err, tc.want)
+				}
+			case <-time.After(10 * time.Second):
+				t.Fatalf("Load(%s) did not return within 10 s", tc.path)
+			}
+		})
 	}
 }
 
