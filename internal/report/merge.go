@@ -173,6 +173,47 @@ func Merge(inputs []MergeInput, opts MergeOptions) (*Report, error) {
 // checkMergeable refuses inputs that are not of one scenario and build
 // provenance (MergeConflict), partial ones unless allowed, and a run given
 // twice.
+// buildSet names a report's builds, sorted: "fix,stock".
+func buildSet(r *Report) string {
+	names := make([]string, len(r.Builds))
+	for i, b := range r.Builds {
+		names[i] = b.Name
+	}
+	slices.Sort(names)
+	return strings.Join(names, ",")
+}
+
+// CheckCounts refuses counts no run can produce: negative ones, more
+// stranded or not-Running cycles than cycles, more episodes than stranded
+// cycles, a build named twice.
+func (r *Report) CheckCounts() error {
+	seen := map[string]bool{}
+	for _, b := range r.Builds {
+		if seen[b.Name] {
+			return fmt.Errorf("builds[%s]: listed twice", b.Name)
+		}
+		seen[b.Name] = true
+		for _, c := range []struct {
+			field string
+			n     int
+		}{{"cycles", b.Cycles}, {"stranded", b.Stranded}, {"stranded_episodes", b.StrandedEpisodes},
+			{"safety_violations", b.SafetyViolations}, {"cycles_not_running", b.CyclesNotRunning}} {
+			if c.n < 0 {
+				return fmt.Errorf("builds[%s].%s: %d is negative", b.Name, c.field, c.n)
+			}
+		}
+		switch {
+		case b.Stranded > b.Cycles:
+			return fmt.Errorf("builds[%s].stranded: %d is more than its %d cycles", b.Name, b.Stranded, b.Cycles)
+		case b.CyclesNotRunning > b.Cycles:
+			return fmt.Errorf("builds[%s].cycles_not_running: %d is more than its %d cycles", b.Name, b.CyclesNotRunning, b.Cycles)
+		case b.StrandedEpisodes > b.Stranded:
+			return fmt.Errorf("builds[%s].stranded_episodes: %d is more than its %d stranded cycles", b.Name, b.StrandedEpisodes, b.Stranded)
+		}
+	}
+	return nil
+}
+
 func checkMergeable(inputs []MergeInput, allowPartial bool) error {
 	first := inputs[0]
 	builds := map[string]MergeInput{} // build name -> first report with it
@@ -185,6 +226,14 @@ func checkMergeable(inputs []MergeInput, allowPartial bool) error {
 		}
 		if len(r.Builds) == 0 {
 			return fmt.Errorf("cannot merge: %s has no builds", in.Path)
+		}
+		if err := r.CheckCounts(); err != nil {
+			return fmt.Errorf("cannot merge: %s: %w", in.Path, err)
+		}
+		// Pooled builds are compared with each other: a build missing from
+		// one report would be pooled over fewer cycles than the rest.
+		if err := differ("builds", buildSet(first.Report), buildSet(r), first, in); err != nil {
+			return err
 		}
 		if s := r.Scenario; s == "" || s != filepath.Base(s) || s == "." || s == ".." {
 			return fmt.Errorf("cannot merge: %s: scenario %q cannot name a report directory", in.Path, s)

@@ -276,10 +276,10 @@ func TestMergeRefuses(t *testing.T) {
 			in[1].Report.Builds[0].Provenance.Module = "k8s.io/kubernetes@v1.36.0"
 			return in
 		}, wantField: "builds[stock].provenance.module", wantValues: [2]string{"k8s.io/kubernetes@v1.37.2", "k8s.io/kubernetes@v1.36.0"}},
-		{name: "a build in one report only: merged", mutate: func(in []MergeInput) []MergeInput {
+		{name: "a build in one report only", mutate: func(in []MergeInput) []MergeInput {
 			in[1].Report.Builds = in[1].Report.Builds[:1]
 			return in
-		}},
+		}, wantField: "builds", wantValues: [2]string{"fix,stock", "stock"}},
 		{name: "different kubernetes_version", mutate: func(in []MergeInput) []MergeInput { in[1].Report.KubernetesVersion = "v1.36.0"; return in },
 			wantField: "kubernetes_version", wantValues: [2]string{"v1.37.2", "v1.36.0"}},
 		{name: "different provider", mutate: func(in []MergeInput) []MergeInput { in[1].Report.Provider = "kind"; return in },
@@ -349,7 +349,8 @@ func same(in []MergeInput) []MergeInput { return in }
 
 func TestMergeSeedsAndRuns(t *testing.T) {
 	third := func(seed int64) *Report {
-		return synthReport("20261130-070000-seed-122413", seed, synthBuild("stock", stockProv, 10, nil, time.Millisecond, true, 1))
+		return synthReport("20261130-070000-seed-122413", seed, synthBuild("stock", stockProv, 10, nil, time.Millisecond, true, 1),
+			synthBuild("fix", fixProv, 10, nil, time.Millisecond, true, 1))
 	}
 	tests := []struct {
 		name           string
@@ -608,5 +609,30 @@ func TestRuntimeOpsPooledAndTabled(t *testing.T) {
 	}
 	if len(m.Builds[0].RuntimeOps) != 0 || !slices.ContainsFunc(m.Notes, func(n string) bool { return strings.Contains(n, "no runtime_ops") }) {
 		t.Errorf("differently bucketed: runtime_ops %v, notes %q", m.Builds[0].RuntimeOps, m.Notes)
+	}
+}
+
+// Counts no run can produce refuse the merge, naming the build and field.
+func TestMergeRefusesImpossibleCounts(t *testing.T) {
+	tests := []struct {
+		name   string
+		mutate func(b *Build)
+		want   string
+	}{
+		{"negative cycles", func(b *Build) { b.Cycles = -1 }, "builds[stock].cycles: -1 is negative"},
+		{"negative safety violations", func(b *Build) { b.SafetyViolations = -2 }, "builds[stock].safety_violations: -2 is negative"},
+		{"more stranded than cycles", func(b *Build) { b.Stranded = b.Cycles + 1 }, "builds[stock].stranded: 1001 is more than its 1000 cycles"},
+		{"more not Running than cycles", func(b *Build) { b.CyclesNotRunning = b.Cycles + 1 }, "builds[stock].cycles_not_running: 1001"},
+		{"more episodes than stranded", func(b *Build) { b.StrandedEpisodes = b.Stranded + 1 }, "builds[stock].stranded_episodes"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			in := twoRuns()
+			tc.mutate(&in[1].Report.Builds[0])
+			_, err := Merge(in, MergeOptions{})
+			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), in[1].Path) {
+				t.Errorf("Merge = %v, want an error naming %s and %q", err, in[1].Path, tc.want)
+			}
+		})
 	}
 }

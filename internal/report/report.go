@@ -6,6 +6,7 @@ package report
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -27,6 +28,10 @@ import (
 
 // Report is report.json.
 type Report struct {
+	// SchemaVersion is report.json's format (SchemaVersion); Write stamps
+	// it, Read refuses a newer one. Reports written before it existed
+	// carry none (0) and are read as version 1 when every field is known.
+	SchemaVersion       int                             `json:"schema_version"`
 	RunID               string                          `json:"run_id"`
 	Scenario            string                          `json:"scenario"`
 	Provider            string                          `json:"provider"`
@@ -454,15 +459,61 @@ func percentilesMS(ds []time.Duration) Percentiles {
 	return Percentiles{P50: ms(stats.Percentile(ds, 50)), P99: ms(stats.Percentile(ds, 99))}
 }
 
-// Read reads a report.json written by Write.
+// SchemaVersion is the report.json format this code writes. Raise it when a
+// field is renamed, removed or changes meaning, and migrate older versions
+// explicitly in Read: a report read with a field it does not know would
+// read that field as zero (a renamed count as no events).
+const SchemaVersion = 1
+
+// MaxReportSize bounds report.json: a 30,000-cycle soak's full cycle log
+// is about 30 MB.
+const MaxReportSize = 512 << 20
+
+// Read reads a report.json written by Write, strictly: an unknown field, a
+// second JSON value or a schema version newer than SchemaVersion is an
+// error naming the file.
 func Read(path string) (*Report, error) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return nil, fmt.Errorf("read report: %w", err)
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("read report %s: not a regular file (%s)", path, fi.Mode().Type())
+	}
+	if fi.Size() > MaxReportSize {
+		return nil, fmt.Errorf("read report %s: %d bytes, more than %d", path, fi.Size(), MaxReportSize)
+	}
 	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read report: %w", err)
 	}
-	var r Report
-	if err := json.Unmarshal(data, &r); err != nil {
+	r, err := Decode(data)
+	if err != nil {
 		return nil, fmt.Errorf("decode report %s: %w", path, err)
+	}
+	return r, nil
+}
+
+// Decode decodes report.json strictly (Read).
+func Decode(data []byte) (*Report, error) {
+	var r Report
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&r); err != nil {
+		return nil, err
+	}
+	if dec.More() {
+		return nil, errors.New("more than one JSON value")
+	}
+	switch {
+	case r.SchemaVersion > SchemaVersion:
+		return nil, fmt.Errorf("schema_version %d: written by a newer strandlab (this one reads up to %d)", r.SchemaVersion, SchemaVersion)
+	case r.SchemaVersion < 0:
+		return nil, fmt.Errorf("schema_version %d is negative", r.SchemaVersion)
+	case r.SchemaVersion == 0:
+		// Before versioning: the fields decoded strictly, so they are
+		// version 1's.
+		r.SchemaVersion = 1
 	}
 	return &r, nil
 }
@@ -475,6 +526,7 @@ func Read(path string) (*Report, error) {
 // left there by an earlier write is removed (it would show other figures)
 // and the error is returned.
 func Write(r *Report, dir, latest string) error {
+	r.SchemaVersion = SchemaVersion
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -259,5 +260,58 @@ func TestDetachStepsOverTheCyclesWithADetach(t *testing.T) {
 		Cycles: []cycle.Cycle{detached(4700*ms, 5500*ms)}}, nil)}}
 	if md := Markdown(r); !strings.Contains(md, "## When the controller detached") || !strings.Contains(md, "| stock | 1 | 4700 / 4700 | 1 | 5500 / 5500 |") {
 		t.Errorf("report.md lacks the build's detach timings:\n%s", md)
+	}
+}
+
+// Read is strict: report.json is a contract, and a field it does not know
+// (renamed since) would otherwise read as zero.
+func TestReadIsStrict(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	fifo := filepath.Join(dir, "fifo.json")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, path, want string
+		wantVersion      int
+	}{
+		{"current", write("v1.json", `{"schema_version": 1, "scenario": "s", "builds": [{"name": "stock", "stranded": 2}]}`), "", 1},
+		{"before versioning", write("v0.json", `{"scenario": "s", "builds": [{"name": "stock"}]}`), "", 1},
+		{"a renamed field", write("renamed.json", `{"scenario": "s", "builds": [{"name": "stock", "strandings_count": 2}]}`), `unknown field "strandings_count"`, 0},
+		{"a newer schema", write("v2.json", `{"schema_version": 2}`), "schema_version 2: written by a newer strandlab (this one reads up to 1)", 0},
+		{"two values", write("two.json", `{} {}`), "more than one JSON value", 0},
+		{"a FIFO", fifo, "not a regular file", 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := Read(tc.path)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Fatal(err)
+			case tc.want == "" && r.SchemaVersion != tc.wantVersion:
+				t.Errorf("schema_version %d, want %d", r.SchemaVersion, tc.wantVersion)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path)):
+				t.Errorf("Read = %v, want an error naming %s and %q", err, tc.path, tc.want)
+			}
+		})
+	}
+}
+
+// Write stamps the schema version, and what it writes reads back.
+func TestWriteStampsTheSchemaVersion(t *testing.T) {
+	dir := t.TempDir()
+	if err := Write(&Report{Scenario: "s"}, dir, ""); err != nil {
+		t.Fatal(err)
+	}
+	r, err := Read(filepath.Join(dir, "report.json"))
+	if err != nil || r.SchemaVersion != SchemaVersion {
+		t.Fatalf("read back %+v, %v: want schema_version %d", r, err, SchemaVersion)
 	}
 }
