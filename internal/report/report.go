@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"maps"
 	"os"
 	"path/filepath"
@@ -519,55 +520,119 @@ func Decode(data []byte) (*Report, error) {
 }
 
 // Write writes report.json and report.md into dir atomically (a reader never
-// sees a half-written file) and, when latest is not empty, copies both there.
-// When the report has at least one build it also writes the comparison,
-// compare.md and compare.png (compare.go), the same way into both. If the
-// plot cannot be drawn, the other files are still written, a compare.png
-// left there by an earlier write is removed (it would show other figures)
-// and the error is returned.
+// sees a half-written file) and, when latest is not empty, replaces latest
+// with a copy of them as a whole (ReplaceDir: latest never mixes two runs'
+// files). When the report has at least one build it also writes the
+// comparison, compare.md and compare.png (compare.go). If the plot cannot be
+// drawn, the other files are still written, a compare.png left in dir by an
+// earlier write is removed (it would show other figures) and the error is
+// returned.
 func Write(r *Report, dir, latest string) error {
 	r.SchemaVersion = SchemaVersion
 	js, err := json.MarshalIndent(r, "", "  ")
 	if err != nil {
 		return err
 	}
-	md := []byte(Markdown(r))
-	var compareMD, comparePNG []byte
+	files := map[string][]byte{"report.json": append(js, '\n'), "report.md": []byte(Markdown(r))}
 	var plotErr error
 	if len(r.Builds) > 0 {
-		compareMD = []byte(CompareMarkdown(r))
-		comparePNG, plotErr = drawPlot(r)
+		files[CompareMarkdownFile] = []byte(CompareMarkdown(r))
+		var png []byte
+		if png, plotErr = drawPlot(r); plotErr == nil {
+			files[ComparePlotFile] = png
+		}
 	}
-	for _, d := range []string{dir, latest} {
-		if d == "" {
-			continue
-		}
-		if err := os.MkdirAll(d, 0o755); err != nil {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, name := range slices.Sorted(maps.Keys(files)) {
+		if err := WriteFileAtomic(filepath.Join(dir, name), files[name]); err != nil {
 			return err
 		}
-		if err := WriteFileAtomic(filepath.Join(d, "report.json"), append(js, '\n')); err != nil {
+	}
+	if plotErr != nil {
+		if err := os.Remove(filepath.Join(dir, ComparePlotFile)); err != nil && !os.IsNotExist(err) {
 			return err
 		}
-		if err := WriteFileAtomic(filepath.Join(d, "report.md"), md); err != nil {
-			return err
-		}
-		if compareMD == nil {
-			continue
-		}
-		if err := WriteFileAtomic(filepath.Join(d, CompareMarkdownFile), compareMD); err != nil {
-			return err
-		}
-		if plotErr != nil {
-			if err := os.Remove(filepath.Join(d, ComparePlotFile)); err != nil && !os.IsNotExist(err) {
-				return err
-			}
-			continue
-		}
-		if err := WriteFileAtomic(filepath.Join(d, ComparePlotFile), comparePNG); err != nil {
+	}
+	if latest != "" {
+		if err := ReplaceDir(latest, files); err != nil {
 			return err
 		}
 	}
 	return plotErr
+}
+
+// ClaimDir creates a new directory under root for the run id, never one
+// that exists: two runs started in the same second get id and id-2 (and
+// so on). It returns the directory and the id it is named after.
+func ClaimDir(root, id string) (dir, claimed string, err error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return "", "", err
+	}
+	for n := 1; n <= 1000; n++ {
+		claimed = id
+		if n > 1 {
+			claimed = fmt.Sprintf("%s-%d", id, n)
+		}
+		dir = filepath.Join(root, claimed)
+		err := os.Mkdir(dir, 0o755)
+		if err == nil {
+			return dir, claimed, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			return "", "", err
+		}
+	}
+	return "", "", fmt.Errorf("%s: a thousand runs named %s already", root, id)
+}
+
+// ReplaceDir makes dir hold exactly files: it writes them into a fresh
+// directory beside dir and swaps it in with two renames, so a reader (or a
+// second run writing at the same time) sees one write's set of files or
+// another's, never a mix; for a moment between the renames dir may be
+// absent.
+func ReplaceDir(dir string, files map[string][]byte) error {
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+"-new-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(tmp) // gone after the swap; left only on failure
+	if err := os.Chmod(tmp, 0o755); err != nil {
+		return err
+	}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(tmp, name), data, 0o644); err != nil {
+			return err
+		}
+	}
+	// Another run may swap its own set in between our two renames: then
+	// move that one aside too and try again.
+	for attempt := 0; ; attempt++ {
+		old, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+"-old-")
+		if err != nil {
+			return err
+		}
+		// A fresh unique name: os.Rename does not replace a directory.
+		if err := os.Remove(old); err != nil {
+			return err
+		}
+		if err := os.Rename(dir, old); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+		err = os.Rename(tmp, dir)
+		os.RemoveAll(old)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, fs.ErrExist) || attempt == 10 {
+			return err
+		}
+	}
 }
 
 // WriteFileAtomic writes data to path through a temporary file in its

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -313,5 +314,68 @@ func TestWriteStampsTheSchemaVersion(t *testing.T) {
 	r, err := Read(filepath.Join(dir, "report.json"))
 	if err != nil || r.SchemaVersion != SchemaVersion {
 		t.Fatalf("read back %+v, %v: want schema_version %d", r, err, SchemaVersion)
+	}
+}
+
+// Two runs named alike in the same second get distinct directories.
+func TestClaimDirNeverReuses(t *testing.T) {
+	root := filepath.Join(t.TempDir(), "reports")
+	var got []string
+	for range 3 {
+		dir, id, err := ClaimDir(root, "20261203-120000-soak")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if filepath.Base(dir) != id {
+			t.Errorf("dir %s is not named %s", dir, id)
+		}
+		got = append(got, id)
+	}
+	want := []string{"20261203-120000-soak", "20261203-120000-soak-2", "20261203-120000-soak-3"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("claimed %v, want %v", got, want)
+	}
+}
+
+// latest/ is replaced as a whole: writers racing on it leave exactly one
+// writer's files, and nothing of an earlier set that the new one lacks.
+func TestReplaceDirNeverMixes(t *testing.T) {
+	latest := filepath.Join(t.TempDir(), "latest")
+	if err := ReplaceDir(latest, map[string][]byte{"a": []byte("old"), "compare.png": []byte("old")}); err != nil {
+		t.Fatal(err)
+	}
+	const writers = 8
+	errs := make(chan error, writers)
+	for w := range writers {
+		go func() {
+			v := []byte(strconv.Itoa(w))
+			var err error
+			for range 20 {
+				if err = ReplaceDir(latest, map[string][]byte{"a": v, "b": v}); err != nil {
+					break
+				}
+			}
+			errs <- err
+		}()
+	}
+	for range writers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	entries, err := os.ReadDir(latest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 2 {
+		t.Fatalf("latest holds %d files, want a and b only", len(entries))
+	}
+	a, _ := os.ReadFile(filepath.Join(latest, "a"))
+	b, _ := os.ReadFile(filepath.Join(latest, "b"))
+	if string(a) != string(b) {
+		t.Errorf("latest mixes writers: a=%s b=%s", a, b)
+	}
+	if left, _ := filepath.Glob(filepath.Join(filepath.Dir(latest), ".latest-*")); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
 	}
 }

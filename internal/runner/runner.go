@@ -146,8 +146,10 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 // Run executes the scenario and returns the report directory. The report is
 // written (marked partial) even when the run is interrupted or fails midway.
 func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, error) {
-	runID := runIDOf(time.Now(), sc.Name, opts.RunIDSuffix)
-	reportDir := filepath.Join(opts.OutputDir, "reports", runID)
+	reportDir, runID, err := report.ClaimDir(filepath.Join(opts.OutputDir, "reports"), runIDOf(time.Now(), sc.Name, opts.RunIDSuffix))
+	if err != nil {
+		return "", fmt.Errorf("create the report directory: %w", err)
+	}
 	latest := filepath.Join(opts.OutputDir, "reports", "latest")
 	rep := &report.Report{
 		RunID: runID, Scenario: sc.Name, Provider: sc.Cluster.Provider, Seed: sc.Seed,

@@ -145,7 +145,11 @@ func mergeReports(paths []string, o mergeOptions, stdout, stderr io.Writer) (str
 	if sc != nil && sc.Name != rep.Scenario {
 		return "", fmt.Errorf("--scenario: %s is scenario %q, the reports are of %q", o.scenario, sc.Name, rep.Scenario)
 	}
-	dir := filepath.Join(o.output, "reports", rep.RunID)
+	dir, id, err := report.ClaimDir(filepath.Join(o.output, "reports"), rep.RunID)
+	if err != nil {
+		return "", fmt.Errorf("create the merged report's directory: %w", err)
+	}
+	rep.RunID = id
 	if err := report.Write(rep, dir, filepath.Join(o.output, "reports", "latest")); err != nil {
 		return "", fmt.Errorf("write the merged report: %w", err)
 	}
