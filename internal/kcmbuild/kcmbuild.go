@@ -374,6 +374,46 @@ func Cached(ctx context.Context, repoRoot string, s Spec) (string, bool, error) 
 	return p, isExecutable(p), nil
 }
 
+// Check makes sure build name can be built, without building it: its files
+// load and its diff applies to the pinned upstream sources (or its binary
+// is cached already, or, in prebuilt mode, is in the cache). A run's
+// pre-flight calls it, so a patch that does not apply fails before any
+// report or cluster exists.
+func Check(ctx context.Context, repoRoot, name string) error {
+	s, err := Lookup(repoRoot, name)
+	if err != nil || s.Kind == KindStock {
+		return err
+	}
+	return check(ctx, kcmTarget(repoRoot), s)
+}
+
+func check(ctx context.Context, t target, s Spec) error {
+	mod, err := resolve(ctx, t)
+	if err != nil {
+		return err
+	}
+	sha, err := s.SHA256()
+	if err != nil {
+		return err
+	}
+	if isExecutable(t.cachePath(mod.Version, sha)) {
+		return nil
+	}
+	if _, ok, err := upstream.Prebuilt(); err != nil {
+		return err
+	} else if ok {
+		return fmt.Errorf("controller build %s is not in the prebuilt cache (%s=1 builds nothing)", s.Name, upstream.PrebuiltEnv)
+	}
+	src, err := s.load()
+	if err != nil {
+		return err
+	}
+	if _, err := src.apply(mod.Dir, mod.Path+"@"+mod.Version); err != nil {
+		return err
+	}
+	return nil
+}
+
 // Build returns the kube-controller-manager of build name, building it
 // when it is not cached. Stock is the binary of upstream.Ensure (built by
 // tools/upstream/build.sh, never rebuilt here). Progress, including the go

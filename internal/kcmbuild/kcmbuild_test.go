@@ -533,6 +533,35 @@ func TestBuildTinyModule(t *testing.T) {
 	}
 }
 
+// Check is the pre-flight: a diff that does not apply is refused without a
+// build and without anything written to the cache.
+func TestCheckTinyModule(t *testing.T) {
+	tg, root := tinyRepo(t)
+	diff := "--- a/msg/msg.go\n+++ b/msg/msg.go\n@@ -1,3 +1,3 @@\n package msg\n \n-func Msg() string { return \"stock\" }\n+func Msg() string { return \"from diff\" }\n"
+	tests := []struct {
+		name    string
+		tree    map[string]string
+		wantErr string
+	}{
+		{name: "check-files", tree: map[string]string{"files/msg/msg.go": patchedMsg}},
+		{name: "check-diff", tree: map[string]string{"patch.diff": diff}},
+		{name: "check-does-not-apply", tree: map[string]string{"patch.diff": strings.Replace(diff, `"stock"`, `"other"`, 1)}, wantErr: "cannot apply to msg/msg.go"},
+		{name: "check-not-upstream", tree: map[string]string{"patch.diff": strings.ReplaceAll(diff, "msg/msg.go", "msg/gone.go")}, wantErr: "msg/gone.go"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tinyBuild(t, root, tc.name, tc.tree)
+			err := check(context.Background(), tg, s)
+			if tc.wantErr == "" && err != nil || tc.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tc.wantErr)) {
+				t.Fatalf("check = %v, want %q", err, tc.wantErr)
+			}
+			if _, err := os.Stat(filepath.Dir(tg.cachePath("v1.2.3", mustSHA(t, s)))); !os.IsNotExist(err) {
+				t.Errorf("check wrote to the cache (%v)", err)
+			}
+		})
+	}
+}
+
 func TestTestTinyModule(t *testing.T) {
 	tg, root := tinyRepo(t)
 	ctx := context.Background()

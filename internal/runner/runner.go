@@ -136,6 +136,13 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 		if _, err := kcmbuild.Lookup(opts.RepoRoot, b); err != nil {
 			return nil, fmt.Errorf("builds[%d]: %w", i, err)
 		}
+		// A diff that does not apply fails here, before a report
+		// directory, latest/ or a cluster exists.
+		if _, ok := provider.(cluster.ControllerBuildRunner); ok {
+			if err := kcmbuild.Check(ctx, opts.RepoRoot, b); err != nil {
+				return nil, fmt.Errorf("builds[%d]: %w", i, err)
+			}
+		}
 	}
 	if err := sc.CheckExpectKeys(kcmbuild.Names(opts.RepoRoot)); err != nil {
 		return nil, fmt.Errorf("scenario %s: %w", opts.ScenarioPath, err)
