@@ -54,6 +54,8 @@ const (
 const (
 	// versionTimeout bounds Available's request of /version.
 	versionTimeout = 10 * time.Second
+	// downRequestTimeout bounds each of Down's requests.
+	downRequestTimeout = 30 * time.Second
 	// DefaultCleanupTimeout bounds Stop's wait for the namespace, its
 	// volumes and their attachments to be gone.
 	DefaultCleanupTimeout = 5 * time.Minute
@@ -517,9 +519,18 @@ func Down(ctx context.Context, kubeconfig, namespace string, progress io.Writer)
 	if err != nil {
 		return err
 	}
+	// Down makes only single requests (gets, deletes, lists while it
+	// polls): each gets a time limit, so a server that accepts and never
+	// answers fails Down instead of hanging it.
+	cfg.Timeout = downRequestTimeout
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return err
+	}
+	vctx, cancel := context.WithTimeout(ctx, versionTimeout)
+	defer cancel()
+	if _, err := serverVersion(vctx, client); err != nil {
+		return fmt.Errorf("the API server %s (kubeconfig %s) does not answer /version within %v: %w", server(cfg), kubeconfig, versionTimeout, err)
 	}
 	return down(ctx, client, namespace, DefaultCleanupTimeout, progress)
 }

@@ -4,7 +4,10 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -337,4 +340,33 @@ func TestDown(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
+}
+
+// Down against an API server that accepts and never answers fails with the
+// server named, instead of hanging (each of its requests has a limit).
+func TestDownAgainstAServerThatNeverAnswers(t *testing.T) {
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		<-r.Context().Done() // accept, read, never answer
+	}))
+	defer srv.Close()
+	kubeconfig := filepath.Join(t.TempDir(), "silent.kubeconfig")
+	if err := os.WriteFile(kubeconfig, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: %q, insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: x, context: {cluster: c, user: u}}]
+current-context: x
+`, srv.URL)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- Down(context.Background(), kubeconfig, "strandlab", io.Discard) }()
+	select {
+	case err := <-done:
+		if err == nil || !strings.Contains(err.Error(), "the API server "+srv.URL+" (kubeconfig "+kubeconfig+") does not answer /version") {
+			t.Errorf("Down = %v, want the silent server named", err)
+		}
+	case <-time.After(2 * versionTimeout):
+		t.Fatalf("Down still waiting after %v", 2*versionTimeout)
+	}
 }
