@@ -15,7 +15,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -27,6 +26,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/strandlab/strandlab/internal/ownership"
 	"github.com/strandlab/strandlab/internal/process"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/upstream"
@@ -330,7 +330,7 @@ func TestKeepLeavesAUsableCluster(t *testing.T) {
 		t.Errorf("strandscan on a healthy cluster: exit %d, %+v\n%s", code, found, stderr)
 	}
 
-	pids := pidsOf(t, filepath.Join(dir, "pids"))
+	pids := pidsOf(t, filepath.Join(dir, "processes.json"))
 	if out, err := exec.Command(strandlab, "down", dir).CombinedOutput(); err != nil {
 		t.Fatalf("strandlab down: %v\n%s", err, out)
 	}
@@ -348,7 +348,7 @@ func TestCtrlCWritesAPartialReportAndCleansUp(t *testing.T) {
 	r := start(t, "--scenario", "scenarios/smoke.yaml", "--cycles", "100000")
 	r.waitForLine(t, ">> churning", 3*time.Minute)
 	dir := clusterDir(t, r)
-	pids := pidsOf(t, filepath.Join(dir, "pids"))
+	pids := pidsOf(t, filepath.Join(dir, "processes.json"))
 	// A progress line with at least one cycle done ("cycles 1/100000 ...").
 	for strings.HasPrefix(r.waitForLine(t, "cycles ", time.Minute), "cycles 0/") {
 	}
@@ -381,7 +381,7 @@ func TestKilledHarnessLeavesNothingRunning(t *testing.T) {
 	r := start(t, "--scenario", "scenarios/smoke.yaml", "--cycles", "100000")
 	r.waitForLine(t, ">> churning", 3*time.Minute)
 	dir := clusterDir(t, r)
-	pids := pidsOf(t, filepath.Join(dir, "pids"))
+	pids := pidsOf(t, filepath.Join(dir, "processes.json"))
 	if err := r.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
@@ -442,37 +442,32 @@ func TestBadInputFailsBeforeAnyCluster(t *testing.T) {
 	}
 }
 
-// clusterDir finds the state directory of the run's cluster from its pid file
-// owner: the only strandlab dir owned by this run's pid.
+// clusterDir finds the state directory of the run's cluster: the only
+// strandlab directory whose marker names this run's process as its creator.
 func clusterDir(t *testing.T, r *run) string {
 	t.Helper()
 	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "strandlab-*"))
 	for _, m := range matches {
-		data, err := os.ReadFile(filepath.Join(m, "owner"))
-		if err == nil && strings.TrimSpace(string(data)) == strconv.Itoa(r.cmd.Process.Pid) {
+		if mk, err := ownership.ReadMarker(m, ""); err == nil && mk.Creator.PID == r.cmd.Process.Pid {
 			return m
 		}
 	}
-	t.Fatalf("no cluster directory owned by pid %d", r.cmd.Process.Pid)
+	t.Fatalf("no cluster directory created by pid %d", r.cmd.Process.Pid)
 	return ""
 }
 
 func pidsOf(t *testing.T, path string) map[string]int {
 	t.Helper()
-	data, err := os.ReadFile(path)
+	recs, err := process.ReadRecords(path)
 	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[string]int{}
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		f := strings.Fields(line)
-		if len(f) == 2 {
-			pid, _ := strconv.Atoi(f[1])
-			out[f[0]] = pid
-		}
+	for _, r := range recs {
+		out[r.Name] = r.PID
 	}
 	if len(out) < 5 {
-		t.Fatalf("pid file lists %d components: %s", len(out), data)
+		t.Fatalf("pid file lists %d components: %+v", len(out), recs)
 	}
 	return out
 }

@@ -3,6 +3,7 @@ package kind
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/kind"
+	"github.com/strandlab/strandlab/internal/ownership"
 )
 
 // dockerState is what a kind cluster leaves in Docker: containers of
@@ -58,6 +60,22 @@ func TestTeardown(t *testing.T) {
 			t.Errorf("after Stop of a kept cluster: containers %v, want the 2 nodes kept beside %v", during.containers, before.containers)
 		}
 		dir := c.(cluster.StateDirCluster).StateDir()
+		// A directory holding a copy of its marker is not the cluster's:
+		// the cluster does not mount it, so down refuses and deletes nothing.
+		decoy := t.TempDir()
+		marker, err := os.ReadFile(filepath.Join(dir, ownership.MarkerFile))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(decoy, ownership.MarkerFile), marker, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if err := kind.Down(ctx, decoy); err == nil || !strings.Contains(err.Error(), "does not mount it") {
+			t.Errorf("down of a decoy directory = %v, want a refusal", err)
+		}
+		if during := snapshot(t); len(during.containers) != len(before.containers)+2 {
+			t.Fatalf("down of a decoy directory removed nodes: %v", during.containers)
+		}
 		if err := kind.Down(ctx, dir); err != nil {
 			t.Fatal(err)
 		}

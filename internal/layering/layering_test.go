@@ -32,6 +32,8 @@ var rules = []struct {
 		[]string{"k8s.io/", "sigs.k8s.io/", "github.com/", "gonum.org/", "google.golang.org/", module}},
 	{"internal/csinames", "volume and attachment names are computed, not looked up; the kubelet's code stays in its own module",
 		[]string{"k8s.io/client-go", "k8s.io/kubernetes", "github.com/strandlab/strandlab/tools/", module + "internal/"}},
+	{"internal/ownership", "ownership reads /proc and its own marker files: no API client, no Docker, nothing of strandlab's",
+		[]string{"k8s.io/", "sigs.k8s.io/", "gonum.org/", module}},
 	{"internal/usage", "resource figures are arithmetic on samples: no /proc, no API, no metrics library",
 		[]string{"k8s.io/", "sigs.k8s.io/", "github.com/", "gonum.org/", "google.golang.org/", module}},
 	{"internal/cgroupstat", "control groups are read from the cgroup filesystem: no API client, no Docker, nothing of strandlab's",

@@ -6,12 +6,12 @@ package process
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,6 +19,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/klog/v2"
+
+	"github.com/strandlab/strandlab/internal/ownership"
 )
 
 // Spec describes one component process.
@@ -33,6 +35,7 @@ type Spec struct {
 // Process is a started component.
 type Process struct {
 	Spec
+	id   ownership.ProcessID
 	cmd  *exec.Cmd
 	done chan struct{}
 	err  error // set before done is closed
@@ -44,8 +47,8 @@ type Group struct {
 	// the kernel kills each one when the harness dies (Pdeathsig), so even a
 	// SIGKILLed or panicking harness leaves nothing running.
 	Keep bool
-	// PIDFile, if set, lists "name pid" of every running process so that a
-	// later `strandlab down` can stop a kept cluster.
+	// PIDFile, if set, lists every started process as a Record (JSON) so
+	// that a later `strandlab down` can stop a kept cluster.
 	PIDFile string
 
 	mu    sync.Mutex
@@ -92,6 +95,12 @@ func (g *Group) Start(spec Spec) (*Process, error) {
 		return nil, fmt.Errorf("start %s: %w", spec.Name, err)
 	}
 	p := &Process{Spec: spec, cmd: cmd, done: make(chan struct{})}
+	// Read before Wait can reap it: the pid then still names this process.
+	if id, err := ownership.Identify(cmd.Process.Pid); err == nil {
+		p.id = id
+	} else {
+		p.id = ownership.ProcessID{PID: cmd.Process.Pid}
+	}
 	go func() {
 		p.err = cmd.Wait()
 		logf.Close()
@@ -247,56 +256,70 @@ func (g *Group) writePIDs() error {
 		return nil
 	}
 	g.mu.Lock()
-	var b strings.Builder
+	recs := make([]Record, 0, len(g.procs))
 	for _, p := range g.procs {
-		fmt.Fprintf(&b, "%s %d\n", p.Name, p.PID())
+		recs = append(recs, Record{Name: p.Name, ProcessID: p.id})
 	}
 	g.mu.Unlock()
+	data, err := json.MarshalIndent(recs, "", "  ")
+	if err != nil {
+		return err
+	}
 	tmp := g.PIDFile + ".tmp"
-	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
 		return err
 	}
 	return os.Rename(tmp, g.PIDFile)
 }
 
-// KillFromPIDFile stops the process groups listed in a PID file written by a
-// Group (used by `strandlab down` for a kept cluster). Missing processes are
-// not an error.
-func KillFromPIDFile(ctx context.Context, path string, grace time.Duration) error {
+// Record is one started process as a Group's PID file lists it: a pid
+// together with what makes it this process (ownership.ProcessID), so that a
+// later `strandlab down` never signals a pid the kernel has given to
+// another process since.
+type Record struct {
+	Name string `json:"name"`
+	ownership.ProcessID
+}
+
+// ReadRecords reads a Group's PID file.
+func ReadRecords(path string) ([]Record, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var pids []int
-	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
-		f := strings.Fields(line)
-		if len(f) != 2 {
-			continue
-		}
-		pid, err := strconv.Atoi(f[1])
-		if err != nil || pid <= 1 {
-			continue
-		}
-		pids = append(pids, pid)
+	var recs []Record
+	if err := json.Unmarshal(data, &recs); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	for i := len(pids) - 1; i >= 0; i-- {
-		_ = syscall.Kill(-pids[i], syscall.SIGTERM)
+	return recs, nil
+}
+
+// KillRecorded stops the process groups of the records whose pid still
+// names the recorded process (ProcessID.Alive): SIGTERM, then SIGKILL after
+// grace. The others are left alone. It returns the records it signalled.
+func KillRecorded(ctx context.Context, recs []Record, grace time.Duration) []Record {
+	var live []Record
+	for i := len(recs) - 1; i >= 0; i-- {
+		if recs[i].Alive() {
+			live = append(live, recs[i])
+			_ = syscall.Kill(-recs[i].PID, syscall.SIGTERM)
+		}
 	}
 	// These processes are not our children (their harness has exited), so
 	// there is no wait(): poll, with a deadline.
-	waitGone := func(pid int, d time.Duration) {
+	waitGone := func(r Record, d time.Duration) {
 		_ = wait.PollUntilContextTimeout(ctx, 50*time.Millisecond, d, true, func(context.Context) (bool, error) {
-			return !Alive(pid), nil
+			return !r.Alive(), nil
 		})
 	}
-	for _, pid := range pids {
-		waitGone(pid, grace)
-		if Alive(pid) {
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-			waitGone(pid, 5*time.Second)
+	for _, r := range live {
+		waitGone(r, grace)
+		if r.Alive() {
+			_ = syscall.Kill(-r.PID, syscall.SIGKILL)
+			waitGone(r, 5*time.Second)
 		}
 	}
-	return os.Remove(path)
+	return live
 }
 
 // Alive reports whether a process with pid exists and has not exited. A

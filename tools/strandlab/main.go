@@ -11,6 +11,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"flag"
 	"fmt"
@@ -29,6 +30,7 @@ import (
 	"github.com/strandlab/strandlab/internal/cluster/kind"
 	"github.com/strandlab/strandlab/internal/cluster/local"
 	"github.com/strandlab/strandlab/internal/kcmbuild"
+	"github.com/strandlab/strandlab/internal/ownership"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/runner"
 	"github.com/strandlab/strandlab/internal/scenario"
@@ -287,13 +289,53 @@ func providers(repoRoot string, progress io.Writer, ext *existing.Provider) *clu
 	)
 }
 
+// downDir stops the kept cluster whose state directory is dir, after its
+// provider has proved the directory (and the cluster) are strandlab's own;
+// with dryRun it prints the plan and does nothing.
+func downDir(ctx context.Context, dir string, dryRun bool, out io.Writer) error {
+	m, err := ownership.ReadMarker(dir, "")
+	if err != nil {
+		return fmt.Errorf("%w: nothing stopped, nothing removed", err)
+	}
+	var plan fmt.Stringer
+	var do func() error
+	switch m.Provider {
+	case local.Name:
+		p, err := local.PlanDown(dir)
+		if err != nil {
+			return err
+		}
+		plan, do = p, func() error { return local.Down(ctx, dir) }
+	case kind.Name:
+		p, err := kind.PlanDown(ctx, dir)
+		if err != nil {
+			return err
+		}
+		plan, do = p, func() error { return kind.Down(ctx, dir) }
+	default:
+		return fmt.Errorf("%s: %w: provider %q", dir, ownership.ErrNotOurs, m.Provider)
+	}
+	fmt.Fprint(out, plan)
+	if dryRun {
+		return nil
+	}
+	return do()
+}
+
 func downCommand() *cobra.Command {
 	var kubeconfig, namespace string
+	var dryRun bool
 	cmd := &cobra.Command{
 		Use:   "down DIR | down --kubeconfig FILE [--namespace NS]",
 		Short: "Stop a cluster left running with --keep (DIR is printed by run), or remove a kept existing-provider run's namespace",
 		Long: `Stop a local or kind cluster left running with --keep: DIR is the state
-directory run printed.
+directory run printed. down acts only on what it can prove is strandlab's own:
+DIR must hold the marker strandlab wrote when it created it (with its run
+token), the run that created it must have ended, only processes whose pid
+still names the recorded process (same start time and executable) are
+stopped, and a kind cluster is deleted only if it mounts DIR (so a kind
+cluster strandlab did not create is never touched). It prints what it stops
+and removes; --dry-run prints that and does nothing.
 
 With --kubeconfig (the existing provider), remove what a kept or killed run
 left on that cluster: the namespace (only if strandlab created it: label
@@ -312,12 +354,10 @@ until its PersistentVolumes and their VolumeAttachments are gone (at most
 			if kubeconfig != "" {
 				return existing.Down(cmd.Context(), kubeconfig, namespace, os.Stderr)
 			}
-			if kind.IsStateDir(args[0]) {
-				return kind.Down(cmd.Context(), args[0])
-			}
-			return local.Down(cmd.Context(), args[0])
+			return downDir(cmd.Context(), args[0], dryRun, os.Stdout)
 		},
 	}
+	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what down would stop and remove, and do nothing")
 	cmd.Flags().StringVar(&kubeconfig, "kubeconfig", "", "the existing provider's cluster: remove a kept run's namespace there instead of stopping DIR")
 	cmd.Flags().StringVar(&namespace, "namespace", runner.Namespace, "with --kubeconfig: the run's namespace")
 	return cmd

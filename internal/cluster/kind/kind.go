@@ -8,6 +8,7 @@ package kind
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +16,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -33,6 +36,7 @@ import (
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/apply"
 	"github.com/strandlab/strandlab/internal/fault"
+	"github.com/strandlab/strandlab/internal/ownership"
 	"github.com/strandlab/strandlab/internal/provenance"
 	"github.com/strandlab/strandlab/internal/proxy"
 	"github.com/strandlab/strandlab/manifests"
@@ -73,7 +77,10 @@ var (
 	_ cluster.UsageSampler          = (*Cluster)(nil)
 )
 
-func (p *Provider) Name() string { return "kind" }
+// Name is the provider's name in scenarios and reports.
+const Name = "kind"
+
+func (p *Provider) Name() string { return Name }
 
 // NodeImageTag is the node image clusters start from (after Prepare).
 func (p *Provider) NodeImageTag() string { return p.NodeImage }
@@ -239,7 +246,6 @@ type Cluster struct {
 // Files in a cluster's state directory.
 const (
 	dirPrefix = "strandlab-kind-"
-	nameFile  = "kind-cluster" // kind's cluster name, for strandlab down
 )
 
 // Start creates the kind cluster and waits until every node is Ready.
@@ -278,7 +284,12 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 			}
 		}
 	}()
-	if err := os.WriteFile(filepath.Join(dir, nameFile), []byte(name), 0o644); err != nil {
+	marker, err := ownership.NewMarker(Name, spec.Keep)
+	if err != nil {
+		return nil, err
+	}
+	marker.KindCluster = name
+	if err := ownership.WriteMarker(dir, marker); err != nil {
 		return nil, err
 	}
 	csiState := filepath.Join(dir, "csi")
@@ -583,22 +594,89 @@ func lastLines(s string, n int) string {
 	return strings.Join(lines, "\n")
 }
 
-// IsStateDir reports whether dir is the state directory of a kind cluster
-// (strandlab down tells the providers' clusters apart by it).
-func IsStateDir(dir string) bool {
-	_, err := os.Stat(filepath.Join(dir, nameFile))
-	return err == nil
+// DownPlan is what Down would do: delete the kind cluster, remove the
+// state directory (and strandlab's Docker network once no container uses
+// it).
+type DownPlan struct {
+	Dir         string
+	KindCluster string
 }
 
-// Down deletes a kept kind cluster from its state directory.
-func Down(ctx context.Context, dir string) error {
-	name, err := os.ReadFile(filepath.Join(dir, nameFile))
+func (p DownPlan) String() string {
+	return fmt.Sprintf("delete kind cluster %s\nremove %s\n", p.KindCluster, p.Dir)
+}
+
+// PlanDown checks that dir is the state directory of a kept kind cluster
+// strandlab created (ownership.ReadMarker), that its run has ended, and that
+// the kind cluster it names is the one created with it: its control-plane
+// container mounts this very directory (a kind cluster strandlab did not
+// create, such as the user's own, never does). Anything else is refused.
+func PlanDown(ctx context.Context, dir string) (DownPlan, error) {
+	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return fmt.Errorf("%s is not a strandlab kind cluster directory: %w", dir, err)
+		return DownPlan{}, err
+	}
+	m, err := ownership.ReadMarker(abs, Name)
+	if err != nil {
+		return DownPlan{}, err
+	}
+	switch {
+	case !m.Kept:
+		return DownPlan{}, fmt.Errorf("%s: its cluster was not kept (--keep): the run that made it deletes it", dir)
+	case m.Creator.Alive() && m.Creator.PID != os.Getpid():
+		return DownPlan{}, fmt.Errorf("%s: the run that made it (pid %d) is still running: stop that run (Ctrl-C) instead", dir, m.Creator.PID)
+	case !kindClusterName.MatchString(m.KindCluster):
+		return DownPlan{}, fmt.Errorf("%s: %w: kind_cluster %q is not a name strandlab gives", dir, ownership.ErrNotOurs, m.KindCluster)
+	}
+	mounts, err := containerMounts(ctx, m.KindCluster+"-control-plane")
+	if err != nil {
+		return DownPlan{}, fmt.Errorf("%s: kind cluster %s: %w", dir, m.KindCluster, err)
+	}
+	if !slices.Contains(mounts, abs) {
+		return DownPlan{}, fmt.Errorf("%s: %w: kind cluster %s does not mount it, so strandlab did not create that cluster with it: not deleting", dir, ownership.ErrNotOurs, m.KindCluster)
+	}
+	return DownPlan{Dir: abs, KindCluster: m.KindCluster}, nil
+}
+
+// kindClusterName: the names kindName gives.
+var kindClusterName = regexp.MustCompile(`^sl-[a-z0-9-]{1,40}$`)
+
+// containerMounts lists the host paths a container bind-mounts.
+func containerMounts(ctx context.Context, container string) ([]string, error) {
+	out, err := exec.CommandContext(ctx, "docker", "container", "inspect", "--format", "{{json .Mounts}}", container).Output()
+	if err != nil {
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			return nil, fmt.Errorf("docker container inspect %s: %s", container, firstLine(string(exitErr.Stderr)))
+		}
+		return nil, fmt.Errorf("docker container inspect %s: %w", container, err)
+	}
+	var mounts []struct {
+		Type   string `json:"Type"`
+		Source string `json:"Source"`
+	}
+	if err := json.Unmarshal(out, &mounts); err != nil {
+		return nil, fmt.Errorf("docker container inspect %s: %w", container, err)
+	}
+	var paths []string
+	for _, m := range mounts {
+		if m.Type == "bind" {
+			paths = append(paths, filepath.Clean(m.Source))
+		}
+	}
+	return paths, nil
+}
+
+// Down deletes a kept kind cluster from its state directory: PlanDown,
+// then the cluster, the directory and (when unused) the network.
+func Down(ctx context.Context, dir string) error {
+	plan, err := PlanDown(ctx, dir)
+	if err != nil {
+		return err
 	}
 	provider := kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(newKindLogger(nil)))
-	if err := provider.Delete(strings.TrimSpace(string(name)), filepath.Join(dir, "kubeconfig")); err != nil {
-		return fmt.Errorf("delete kind cluster %s: %w", name, err)
+	if err := provider.Delete(plan.KindCluster, filepath.Join(plan.Dir, "kubeconfig")); err != nil {
+		return fmt.Errorf("delete kind cluster %s: %w", plan.KindCluster, err)
 	}
-	return errors.Join(removeNetwork(ctx), os.RemoveAll(dir))
+	return errors.Join(removeNetwork(ctx), os.RemoveAll(plan.Dir))
 }

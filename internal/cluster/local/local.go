@@ -30,6 +30,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/ownership"
 	"github.com/strandlab/strandlab/internal/process"
 	"github.com/strandlab/strandlab/internal/provenance"
 	"github.com/strandlab/strandlab/internal/upstream"
@@ -64,7 +65,10 @@ var (
 	_ cluster.APIRequestCounter     = (*Cluster)(nil)
 )
 
-func (p *Provider) Name() string { return "local" }
+// Name is the provider's name in scenarios and reports.
+const Name = "local"
+
+func (p *Provider) Name() string { return Name }
 
 // RunsControllerBuilds: Spec.ControllerManager replaces the stock binary.
 func (p *Provider) RunsControllerBuilds() {}
@@ -140,9 +144,7 @@ type Cluster struct {
 
 // Files in a cluster's state directory.
 const (
-	ownerFile = "owner" // pid of the harness that started it
-	keptFile  = "kept"  // present when the cluster outlives the harness
-	pidFile   = "pids"  // "component pid" per line
+	pidFile   = "processes.json" // process.Record of every component started
 	dirPrefix = "strandlab-"
 )
 
@@ -231,13 +233,12 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 			}
 		}
 	}()
-	if err := os.WriteFile(filepath.Join(dir, ownerFile), []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+	marker, err := ownership.NewMarker(Name, spec.Keep)
+	if err != nil {
 		return nil, err
 	}
-	if spec.Keep {
-		if err := os.WriteFile(filepath.Join(dir, keptFile), nil, 0o644); err != nil {
-			return nil, err
-		}
+	if err := ownership.WriteMarker(dir, marker); err != nil {
+		return nil, err
 	}
 	for i := 1; i <= spec.Nodes; i++ {
 		c.nodes = append(c.nodes, fmt.Sprintf("node-%d", i))
@@ -610,36 +611,78 @@ func stopGrace(ctx context.Context) time.Duration {
 	return max(grace, 0)
 }
 
-// Down stops a kept cluster from its state directory.
-func Down(ctx context.Context, dir string) error {
-	if _, err := os.Stat(filepath.Join(dir, ownerFile)); err != nil {
-		return fmt.Errorf("%s is not a strandlab cluster directory: %w", dir, err)
+// DownPlan is what Down would do to a state directory: the processes it
+// would stop (only those whose pid still names the recorded process) and
+// the directory it would remove.
+type DownPlan struct {
+	Dir       string
+	Processes []process.Record
+}
+
+func (p DownPlan) String() string {
+	var b strings.Builder
+	for _, r := range p.Processes {
+		fmt.Fprintf(&b, "stop %s (pid %d, %s)\n", r.Name, r.PID, r.Executable)
 	}
-	if err := process.KillFromPIDFile(ctx, filepath.Join(dir, pidFile), 3*time.Second); err != nil && !errors.Is(err, os.ErrNotExist) {
+	fmt.Fprintf(&b, "remove %s\n", p.Dir)
+	return b.String()
+}
+
+// PlanDown checks that dir is a kept local cluster's state directory that
+// strandlab created (ownership.ReadMarker) and whose run has ended, and
+// says what Down would do. Anything else is refused, and nothing is done.
+func PlanDown(dir string) (DownPlan, error) {
+	m, err := ownership.ReadMarker(dir, Name)
+	if err != nil {
+		return DownPlan{}, err
+	}
+	if !m.Kept {
+		return DownPlan{}, fmt.Errorf("%s: its cluster was not kept (--keep): the run that made it stops it", dir)
+	}
+	if m.Creator.Alive() && m.Creator.PID != os.Getpid() {
+		return DownPlan{}, fmt.Errorf("%s: the run that made it (pid %d) is still running: stop that run (Ctrl-C) instead", dir, m.Creator.PID)
+	}
+	recs, err := process.ReadRecords(filepath.Join(dir, pidFile))
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return DownPlan{}, err
+	}
+	plan := DownPlan{Dir: dir}
+	for _, r := range recs {
+		if r.Alive() {
+			plan.Processes = append(plan.Processes, r)
+		}
+	}
+	return plan, nil
+}
+
+// Down stops a kept cluster from its state directory: PlanDown, then the
+// plan's processes are stopped and the directory removed.
+func Down(ctx context.Context, dir string) error {
+	plan, err := PlanDown(dir)
+	if err != nil {
 		return err
 	}
+	process.KillRecorded(ctx, plan.Processes, 3*time.Second)
 	return os.RemoveAll(dir)
 }
 
 // SweepStale removes the state of clusters whose harness died without
 // tearing down (a panic in a goroutine, SIGKILL): their processes were
-// already killed by Pdeathsig; only the directory is left. Kept clusters
-// are never touched.
+// already killed by Pdeathsig; only the directory is left. Only directories
+// with strandlab's marker whose creating process is gone are touched; kept
+// clusters never.
 func SweepStale() {
 	matches, _ := filepath.Glob(filepath.Join(os.TempDir(), dirPrefix+"*"))
 	for _, dir := range matches {
-		if _, err := os.Stat(filepath.Join(dir, keptFile)); err == nil {
+		m, err := ownership.ReadMarker(dir, Name)
+		if err != nil || m.Kept || m.Creator.Alive() {
 			continue
 		}
-		data, err := os.ReadFile(filepath.Join(dir, ownerFile))
-		if err != nil {
-			continue
+		if recs, err := process.ReadRecords(filepath.Join(dir, pidFile)); err == nil {
+			process.KillRecorded(context.Background(), recs, time.Second)
 		}
-		if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil && !process.Alive(pid) {
-			_ = process.KillFromPIDFile(context.Background(), filepath.Join(dir, pidFile), time.Second)
-			if err := os.RemoveAll(dir); err == nil {
-				klog.V(1).InfoS("Removed the state of a dead harness's cluster", "dir", dir)
-			}
+		if err := os.RemoveAll(dir); err == nil {
+			klog.V(1).InfoS("Removed the state of a dead harness's cluster", "dir", dir)
 		}
 	}
 }
