@@ -344,34 +344,75 @@ func TestKeepLeavesAUsableCluster(t *testing.T) {
 	}
 }
 
-func TestCtrlCWritesAPartialReportAndCleansUp(t *testing.T) {
-	r := start(t, "--scenario", "scenarios/smoke.yaml", "--cycles", "100000")
-	r.waitForLine(t, ">> churning", 3*time.Minute)
-	dir := clusterDir(t, r)
-	pids := pidsOf(t, filepath.Join(dir, "processes.json"))
-	// A progress line with at least one cycle done ("cycles 1/100000 ...").
-	for strings.HasPrefix(r.waitForLine(t, "cycles ", time.Minute), "cycles 0/") {
+// Ctrl-C in any phase of a run: exit 130, a report that is marked
+// interrupted and names the phase, and nothing left running or on disk.
+// A second Ctrl-C cuts the teardown short and still leaves nothing.
+func TestCtrlCInEachPhase(t *testing.T) {
+	tests := []struct {
+		phase, after string // interrupt once this line is printed
+		twice        bool
+		cycles       string
+	}{
+		{phase: "cluster start", after: ">> build stock: starting", cycles: "100000"},
+		{phase: "workload start", after: ">> waiting for", cycles: "100000"},
+		{phase: "churn", after: "cycles 1/", cycles: "100000"},
+		{phase: "churn", after: "cycles 1/", cycles: "100000", twice: true},
+		{phase: "teardown", after: ">> build stock: tearing down", cycles: "1"},
 	}
-	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
-		t.Fatal(err)
-	}
-	if code := r.wait(t); code != 130 {
-		t.Errorf("exit %d after Ctrl-C, want 130:\n%s", code, r.text())
-	}
-	rep := readReport(t, r.lastStdoutLine())
-	if !rep.Interrupted || rep.Complete {
-		t.Errorf("report: interrupted=%v complete=%v", rep.Interrupted, rep.Complete)
-	}
-	if len(rep.Builds) != 1 || rep.Builds[0].Cycles == 0 {
-		t.Errorf("partial report has no cycles: %+v", rep.Builds)
-	}
-	for name, pid := range pids {
-		if process.Alive(pid) {
-			t.Errorf("%s (pid %d) still running after Ctrl-C", name, pid)
+	for _, tc := range tests {
+		name := tc.phase
+		if tc.twice {
+			name += ", twice"
 		}
-	}
-	if _, err := os.Stat(dir); !os.IsNotExist(err) {
-		t.Errorf("state directory %s left after Ctrl-C", dir)
+		t.Run(name, func(t *testing.T) {
+			r := start(t, "--scenario", "scenarios/smoke.yaml", "--cycles", tc.cycles)
+			r.waitForLine(t, tc.after, 3*time.Minute)
+			var pids map[string]int
+			var dir string
+			if tc.phase == "churn" {
+				dir = clusterDir(t, r)
+				pids = pidsOf(t, filepath.Join(dir, "processes.json"))
+			}
+			if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
+				t.Fatal(err)
+			}
+			if tc.twice {
+				r.waitForLine(t, ">> interrupted: stopping", time.Minute)
+				if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if code := r.wait(t); code != 130 {
+				t.Errorf("exit %d after Ctrl-C, want 130:\n%s", code, r.text())
+			}
+			if tc.twice && !strings.Contains(r.text(), ">> interrupted again: cutting the teardown short") {
+				t.Errorf("the second Ctrl-C was not acknowledged:\n%s", r.text())
+			}
+			rep := readReport(t, r.lastStdoutLine())
+			if !rep.Interrupted || rep.Complete || rep.InterruptedDuring != tc.phase {
+				t.Errorf("report: interrupted=%v complete=%v during %q, want interrupted during %q", rep.Interrupted, rep.Complete, rep.InterruptedDuring, tc.phase)
+			}
+			if tc.phase == "churn" && (len(rep.Builds) != 1 || rep.Builds[0].Cycles == 0) {
+				t.Errorf("partial report has no cycles: %+v", rep.Builds)
+			}
+			for name, pid := range pids {
+				if process.Alive(pid) {
+					t.Errorf("%s (pid %d) still running after Ctrl-C", name, pid)
+				}
+			}
+			if dir != "" {
+				if _, err := os.Stat(dir); !os.IsNotExist(err) {
+					t.Errorf("state directory %s left after Ctrl-C", dir)
+				}
+			}
+			assertNothingLeft(t, r)
+			matches, _ := filepath.Glob(filepath.Join(os.TempDir(), "strandlab-*"))
+			for _, m := range matches {
+				if mk, err := ownership.ReadMarker(m, ""); err == nil && mk.Creator.PID == r.cmd.Process.Pid {
+					t.Errorf("state directory %s of the interrupted run left", m)
+				}
+			}
+		})
 	}
 }
 

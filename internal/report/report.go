@@ -44,8 +44,12 @@ type Report struct {
 	Builds              []Build                         `json:"builds"`
 	StartedAt           time.Time                       `json:"started_at"`
 	FinishedAt          time.Time                       `json:"finished_at"`
-	// Interrupted is true when the run was stopped (Ctrl-C) before all cycles.
-	Interrupted bool `json:"interrupted"`
+	// Interrupted is true when the run was stopped (Ctrl-C) before all
+	// cycles; InterruptedDuring names the phase it was stopped in
+	// (provider preparation, controller build, cluster start, workload
+	// start, churn, teardown).
+	Interrupted       bool   `json:"interrupted"`
+	InterruptedDuring string `json:"interrupted_during,omitempty"`
 	// Complete is false while a run is still writing its report.
 	Complete bool `json:"complete"`
 	// Seeds (distinct, sorted; Seed is then the first input's) and
@@ -668,6 +672,8 @@ func Markdown(r *Report) string {
 	fmt.Fprintf(&b, "# strandlab report: %s\n\n", r.Scenario)
 	status := "complete"
 	switch {
+	case r.Interrupted && r.InterruptedDuring != "":
+		status = "interrupted during " + r.InterruptedDuring + " (partial)"
 	case r.Interrupted:
 		status = "interrupted (partial)"
 	case !r.Complete:

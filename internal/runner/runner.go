@@ -51,6 +51,11 @@ type Options struct {
 	Providers *cluster.Registry
 	// Progress receives human progress lines (stderr).
 	Progress io.Writer
+	// Teardown is the context clusters are stopped with once the run's
+	// own context is done (interrupted): cancelling it cuts teardown short
+	// (a second Ctrl-C), and the clusters stop as fast as they can. nil:
+	// teardown is never cut short.
+	Teardown context.Context
 	// RunIDSuffix (--run-id-suffix) is appended to the run id:
 	// <time>-<scenario>-<suffix>. Shards of one scenario started on several
 	// machines in the same second would otherwise get the same run id, and
@@ -81,6 +86,25 @@ func runIDOf(now time.Time, name, suffix string) string {
 		id += "-" + suffix
 	}
 	return id
+}
+
+// The phases of a run, as an interrupted run's report names the one it
+// was stopped in (report.Report.InterruptedDuring).
+const (
+	PhaseProviderPreparation = "provider preparation"
+	PhaseControllerBuild     = "controller build"
+	PhaseClusterStart        = "cluster start"
+	PhaseWorkloadStart       = "workload start"
+	PhaseChurn               = "churn"
+	PhaseTeardown            = "teardown"
+)
+
+// teardown is the context clusters are stopped with (Options.Teardown).
+func (o Options) teardown() context.Context {
+	if o.Teardown == nil {
+		return context.Background()
+	}
+	return o.Teardown
 }
 
 // Prepare loads and validates everything a run needs before any cluster
@@ -170,15 +194,26 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 		return "", fmt.Errorf("write report: %w", err)
 	}
 
+	// phase is where the run is, for the report of an interrupted run.
+	phase := PhaseProviderPreparation
+	// fail ends the run early with err; a run whose context is done was
+	// interrupted, and its report says in which phase.
+	fail := func(err error) (string, error) {
+		if ctx.Err() != nil {
+			rep.Interrupted, rep.InterruptedDuring = true, phase
+		}
+		return reportDir, errors.Join(err, save())
+	}
 	provider, err := opts.Providers.Lookup(ctx, sc.Cluster.Provider)
 	if err != nil {
-		return reportDir, errors.Join(err, save())
+		return fail(err)
 	}
 	if p, ok := provider.(cluster.Preparer); ok {
 		if err := p.Prepare(ctx); err != nil {
-			return reportDir, errors.Join(fmt.Errorf("prepare the %s provider: %w", provider.Name(), err), save())
+			return fail(fmt.Errorf("prepare the %s provider: %w", provider.Name(), err))
 		}
 	}
+	phase = PhaseControllerBuild
 	// Every build's controller is built (or found cached) before the first
 	// cluster starts: a patch that does not apply fails the run up front.
 	// A provider that runs the cluster's own controller (existing; Prepare
@@ -191,7 +226,7 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 		}
 		res, err := kcmbuild.Build(ctx, opts.RepoRoot, build, opts.Progress)
 		if err != nil {
-			return reportDir, errors.Join(fmt.Errorf("controller build %s: %w", build, err), save())
+			return fail(fmt.Errorf("controller build %s: %w", build, err))
 		}
 		controllers[build] = res
 	}
@@ -199,16 +234,18 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 	var runErr error
 	for i, build := range sc.Builds {
 		last := i == len(sc.Builds)-1
-		b, err := runBuild(ctx, opts, sc, provider, build, controllers[build], filepath.Join(reportDir, build), rep, save, opts.Keep && last)
+		b, err := runBuild(ctx, opts, sc, provider, build, controllers[build], filepath.Join(reportDir, build), rep, save, opts.Keep && last, &phase)
 		if b != nil {
 			rep.Builds = append(rep.Builds, *b)
+		}
+		if ctx.Err() != nil {
+			rep.Interrupted, rep.InterruptedDuring = true, phase
 		}
 		if err != nil {
 			runErr = err
 			break
 		}
-		if ctx.Err() != nil {
-			rep.Interrupted = true
+		if rep.Interrupted {
 			break
 		}
 	}
@@ -220,7 +257,8 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 }
 
 func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider cluster.Provider, build string, controller kcmbuild.Result, outDir string,
-	rep *report.Report, save func() error, keep bool) (*report.Build, error) {
+	rep *report.Report, save func() error, keep bool, phase *string) (*report.Build, error) {
+	*phase = PhaseClusterStart
 	if _, ok := provider.(cluster.ControllerBuildRunner); ok {
 		fmt.Fprintf(opts.Progress, ">> build %s: starting a %d-node %s cluster\n", build, sc.Cluster.Nodes, provider.Name())
 	} else {
@@ -235,7 +273,11 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 			printKept(opts.Progress, c)
 			return
 		}
-		if err := c.Stop(context.Background()); err != nil {
+		if ctx.Err() == nil {
+			*phase = PhaseTeardown
+		}
+		fmt.Fprintf(opts.Progress, ">> build %s: tearing down the cluster\n", build)
+		if err := c.Stop(opts.teardown()); err != nil {
 			klog.ErrorS(err, "Teardown failed", "build", build)
 			fmt.Fprintf(opts.Progress, ">> build %s: teardown failed: %v\n", build, err)
 		}
@@ -254,6 +296,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		return nil, err
 	}
 
+	*phase = PhaseWorkloadStart
 	client, err := kubernetes.NewForConfig(c.RESTConfig())
 	if err != nil {
 		return nil, err
@@ -291,6 +334,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 		stopWatching()
 		strands.Wait()
 	}()
+	*phase = PhaseChurn
 	fmt.Fprintf(opts.Progress, ">> churning: %d cycles, seed %d\n", sc.Churn.Cycles, sc.Seed)
 	// The proxy's counters, the processes' CPU time and the API server's
 	// requests per client are read around the churn, so that startup

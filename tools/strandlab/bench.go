@@ -9,12 +9,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -135,8 +133,9 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, teardown, stop := interruptible(ctx, stderr)
 	defer stop()
+	opts.Teardown = teardown
 	var runErr error
 	for i, sc := range prepared {
 		fmt.Fprintf(stderr, "\n== bench profile %s (%d of %d): %d cycles, stock\n", sc.Name, i+1, len(prepared), o.cycles)

@@ -7,12 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -265,8 +263,9 @@ func calibrationRuns(ctx context.Context, o calibrateOptions, dir string, stderr
 			}
 		}
 	}
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	ctx, teardown, stop := interruptible(ctx, stderr)
 	defer stop()
+	base.Teardown = teardown
 	var runs []calibration.Run
 	for i, j := range jobs {
 		fmt.Fprintf(stderr, "\n== calibrate %s on %s, seed %d (%d of %d)\n", j.sc.Name, j.provider, j.seed, i+1, len(jobs))

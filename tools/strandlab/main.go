@@ -93,6 +93,40 @@ func exitCode(err error) int {
 // is.
 const exitUnmet = 3
 
+// interruptible is parent cancelled at the first SIGINT or SIGTERM, and a
+// teardown context cancelled at the second: the run stops at the first and
+// tears its clusters down; the second cuts that teardown short (processes
+// are killed at once) instead of being swallowed or killing strandlab with
+// its clusters still up. stop releases the signals.
+func interruptible(parent context.Context, progress io.Writer) (ctx, teardown context.Context, stop func()) {
+	ctx, cancel := context.WithCancel(parent)
+	teardown, cutShort := context.WithCancel(context.Background())
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case <-sigs:
+			fmt.Fprintln(progress, ">> interrupted: stopping and tearing down (interrupt again to cut the teardown short)")
+			cancel()
+		case <-done:
+			return
+		}
+		select {
+		case <-sigs:
+			fmt.Fprintln(progress, ">> interrupted again: cutting the teardown short")
+			cutShort()
+		case <-done:
+		}
+	}()
+	return ctx, teardown, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel()
+		cutShort()
+	}
+}
+
 func runCommand() *cobra.Command {
 	var (
 		opts      runner.Options
@@ -162,8 +196,9 @@ anything is touched. See docs/existing.md.`,
 					return err
 				}
 			}
-			ctx, stop := signal.NotifyContext(cmd.Context(), os.Interrupt, syscall.SIGTERM)
+			ctx, teardown, stop := interruptible(cmd.Context(), os.Stderr)
 			defer stop()
+			opts.Teardown = teardown
 			var dirs []string
 			defer func() {
 				for _, d := range dirs {
@@ -184,8 +219,13 @@ anything is touched. See docs/existing.md.`,
 						fmt.Fprintf(os.Stderr, "\n%s\n%s", sc.Name, report.Table(rep))
 					}
 				}
-				if ctx.Err() != nil && err == nil {
-					return &exitError{exitInterrupted, errors.New("interrupted; partial report written")}
+				if ctx.Err() != nil {
+					// Whatever the phase: the run was stopped by the user.
+					msg := "interrupted; partial report written"
+					if err != nil {
+						msg += " (" + err.Error() + ")"
+					}
+					return &exitError{exitInterrupted, errors.New(msg)}
 				}
 				if err != nil {
 					return err
