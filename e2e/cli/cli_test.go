@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -88,7 +89,12 @@ type run struct {
 
 func start(t *testing.T, args ...string) *run {
 	t.Helper()
-	out := t.TempDir()
+	return startIn(t, t.TempDir(), args...)
+}
+
+// startIn is start with out as the --output directory.
+func startIn(t *testing.T, out string, args ...string) *run {
+	t.Helper()
 	r := &run{output: out, lines: make(chan string, 1000), done: make(chan struct{})}
 	r.cmd = exec.Command(strandlab, append([]string{"run", "--output", out}, args...)...)
 	r.cmd.Dir = repoRoot
@@ -413,6 +419,33 @@ func TestCtrlCInEachPhase(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Two runs of one scenario started together into one output directory both
+// complete, with distinct report directories, and latest/ holds one of
+// them whole.
+func TestTwoRunsAtOnce(t *testing.T) {
+	out := t.TempDir()
+	a := startIn(t, out, "--scenario", "scenarios/smoke.yaml", "--cycles", "3")
+	b := startIn(t, out, "--scenario", "scenarios/smoke.yaml", "--cycles", "3")
+	var reports []string
+	for _, r := range []*run{a, b} {
+		if code := r.wait(t); code != 0 {
+			t.Fatalf("exit %d:\n%s", code, r.text())
+		}
+		rep := readReport(t, r.lastStdoutLine())
+		if !rep.Complete || len(rep.Builds) != 1 || rep.Builds[0].Cycles != 3 {
+			t.Errorf("%s: complete %t, builds %+v", r.lastStdoutLine(), rep.Complete, rep.Builds)
+		}
+		reports = append(reports, r.lastStdoutLine())
+	}
+	if reports[0] == reports[1] {
+		t.Errorf("both runs wrote %s", reports[0])
+	}
+	latest := readReport(t, filepath.Join(out, "reports", "latest", "report.json"))
+	if !slices.ContainsFunc(reports, func(p string) bool { return readReport(t, p).RunID == latest.RunID }) {
+		t.Errorf("latest/ is run %s, neither of %v", latest.RunID, reports)
 	}
 }
 

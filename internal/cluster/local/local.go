@@ -202,7 +202,33 @@ type step struct {
 // control plane is healthy and every node is Ready. On any failure
 // everything started so far is stopped and removed, and the error names
 // the step.
-func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Cluster, err error) {
+func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
+	// freePorts releases its ports before the components bind them: another
+	// run starting at the same time may take one in between. The component
+	// then dies with a bind error, the failed start has cleaned up, and a
+	// fresh set of ports is tried.
+	return retryPortClash(ctx, portAttempts, p.Progress, func() (cluster.Cluster, error) { return p.start(ctx, spec) })
+}
+
+// retryPortClash runs start again, up to attempts times in all, while it
+// fails with a bind error ("address already in use") and ctx is not done.
+func retryPortClash(ctx context.Context, attempts int, progress io.Writer, start func() (cluster.Cluster, error)) (cluster.Cluster, error) {
+	for attempt := 1; ; attempt++ {
+		c, err := start()
+		if err == nil || attempt >= attempts || ctx.Err() != nil || !strings.Contains(err.Error(), "address already in use") {
+			return c, err
+		}
+		klog.V(1).InfoS("A port was taken between its reservation and its use; starting again", "attempt", attempt, "err", err)
+		if progress != nil {
+			fmt.Fprintf(progress, ">> a port was taken by another process meanwhile; starting again (%d of %d)\n", attempt+1, attempts)
+		}
+	}
+}
+
+// portAttempts bounds Start's retries after a port clash.
+const portAttempts = 3
+
+func (p *Provider) start(ctx context.Context, spec cluster.Spec) (_ cluster.Cluster, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
@@ -730,7 +756,8 @@ func httpGetOK(url string, tlsConfig *tls.Config) func(context.Context) error {
 
 // freePorts reserves n distinct free ports on 127.0.0.1. They are released
 // before the components bind them; a clash with another process in that
-// window makes the component fail to start with a clear bind error.
+// window makes the component fail with a bind error, and Start tries again
+// with fresh ports (retryPortClash).
 func freePorts(n int) ([]int, error) {
 	var ports []int
 	var ls []net.Listener

@@ -2,6 +2,8 @@ package local
 
 import (
 	"context"
+	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -66,4 +68,41 @@ func stateDirs(t *testing.T) []string {
 		t.Fatal(err)
 	}
 	return m
+}
+
+// A start that fails on a port taken meanwhile is tried again; other
+// failures, and a cancelled run, are not.
+func TestRetryPortClash(t *testing.T) {
+	clash := errors.New("kube-apiserver exited: listen tcp 127.0.0.1:40001: bind: address already in use")
+	other := errors.New("etcd exited: no space left on device")
+	tests := []struct {
+		name      string
+		errs      []error // what each attempt returns
+		cancelled bool
+		wantCalls int
+		wantErr   error
+	}{
+		{"first try", []error{nil}, false, 1, nil},
+		{"a clash, then started", []error{clash, nil}, false, 2, nil},
+		{"clashes every time", []error{clash, clash, clash, clash}, false, 3, clash},
+		{"another failure", []error{other, nil}, false, 1, other},
+		{"a clash after Ctrl-C", []error{clash, nil}, true, 1, clash},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tc.cancelled {
+				cancel()
+			}
+			calls := 0
+			_, err := retryPortClash(ctx, 3, io.Discard, func() (cluster.Cluster, error) {
+				calls++
+				return nil, tc.errs[calls-1]
+			})
+			if calls != tc.wantCalls || !errors.Is(err, tc.wantErr) {
+				t.Errorf("%d calls, error %v; want %d, %v", calls, err, tc.wantCalls, tc.wantErr)
+			}
+		})
+	}
 }
