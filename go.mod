@@ -18,6 +18,8 @@ require (
 	// gexe runs the docker steps kind's library does not cover (image saves,
 	// probes), as e2e-framework's own kind support does.
 	github.com/vladimirvivien/gexe v0.5.0
+	// Scenario errors name the line of the bad field (internal/scenario).
+	go.yaml.in/yaml/v3 v3.0.4
 	// x/sys/unix makes the CSI driver's bind mounts (internal/csidriver) with
 	// mount(2) itself: k8s.io/mount-utils runs a mount binary, which the
 	// driver's FROM-scratch image does not have.
@@ -32,13 +34,12 @@ require (
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
 	k8s.io/client-go v0.37.2
-	k8s.io/component-helpers v0.37.2
 	k8s.io/klog/v2 v2.140.0
 	k8s.io/kube-scheduler v0.37.2
 	// The kubelet plugin registration API, which the CSI driver serves itself in
 	// place of node-driver-registrar (docs/csi-driver.md).
 	k8s.io/kubelet v0.37.2
-	k8s.io/utils v0.0.0-20260626114624-be93311217bd
+	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
 	sigs.k8s.io/e2e-framework v0.7.0
 	// The kind provider creates and deletes clusters through kind's Go
 	// library (internal/cluster/kind), not its CLI.
@@ -103,7 +104,6 @@ require (
 	go.opentelemetry.io/otel/trace v1.44.0 // indirect
 	go.uber.org/mock v0.6.0 // indirect
 	go.yaml.in/yaml/v2 v2.4.4 // indirect
-	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/image v0.30.0 // indirect
 	golang.org/x/mod v0.37.0 // indirect
 	golang.org/x/net v0.57.0 // indirect

@@ -297,6 +297,14 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	}
 
 	*phase = PhaseWorkloadStart
+	// A pin to a node the cluster does not have would leave its pod
+	// Pending until the cycle times out; local's names are checked with
+	// the scenario, the other providers' only now.
+	for i, pin := range sc.Scheduling.Static {
+		if !slices.Contains(c.Nodes(), pin.Node) {
+			return nil, fmt.Errorf("build %s: scheduling.static[%d].node: %q is not a node of the %s cluster (its nodes: %s)", build, i, pin.Node, provider.Name(), strings.Join(c.Nodes(), ", "))
+		}
+	}
 	client, err := kubernetes.NewForConfig(c.RESTConfig())
 	if err != nil {
 		return nil, err

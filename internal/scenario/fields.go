@@ -2,10 +2,14 @@ package scenario
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"sort"
+	"strconv"
 	"strings"
+
+	yamlv3 "go.yaml.in/yaml/v3"
 )
 
 // checkUnknownFields walks the decoded document against the Go type and
@@ -17,7 +21,7 @@ func checkUnknownFields(doc any, t reflect.Type, path string) error {
 		t = t.Elem()
 	}
 	if reflect.PointerTo(t).Implements(reflect.TypeFor[json.Unmarshaler]()) {
-		return nil // a leaf with its own syntax (durations)
+		return checkLeaf(doc, t, path) // a leaf with its own syntax (durations)
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -60,8 +64,47 @@ func checkUnknownFields(doc any, t reflect.Type, path string) error {
 				return err
 			}
 		}
+	default:
+		return checkLeaf(doc, t, path)
 	}
 	return nil
+}
+
+// checkLeaf decodes one value into its Go type, so that a wrong value is
+// reported with its full path (churn.cycleTimeout: want a duration such as
+// "30s", got 5) rather than by the strict decoder's Go names.
+func checkLeaf(doc any, t reflect.Type, path string) error {
+	if doc == nil {
+		return nil
+	}
+	data, err := json.Marshal(doc)
+	if err != nil {
+		return nil // the decoder reports it
+	}
+	if err := json.Unmarshal(data, reflect.New(t).Interface()); err != nil {
+		var typeErr *json.UnmarshalTypeError
+		if errors.As(err, &typeErr) {
+			return fmt.Errorf("%s: %s is not %s", path, data, kindName(t))
+		}
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return nil
+}
+
+// kindName says what a field of type t takes, for errors.
+func kindName(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a whole number"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.String:
+		return "a string"
+	}
+	return "a " + t.String()
 }
 
 func jsonFields(t reflect.Type) map[string]reflect.Type {
@@ -97,4 +140,58 @@ func join(path, k string) string {
 		return k
 	}
 	return path + "." + k
+}
+
+// atLine prefixes err with the line of the field its message starts with
+// ("churn.cycles: ..." becomes "line 12: churn.cycles: ..."), found in the
+// YAML source; err is returned as it is when no line is found.
+func atLine(data []byte, err error) error {
+	path, _, ok := strings.Cut(err.Error(), ": ")
+	if !ok || strings.ContainsAny(path, " \n") {
+		return err
+	}
+	if line := lineOf(data, path); line > 0 {
+		return fmt.Errorf("line %d: %w", line, err)
+	}
+	return err
+}
+
+// lineOf is the line of the value at path (a.b[2].c) in the YAML source,
+// or 0 when the source does not have it.
+func lineOf(data []byte, path string) int {
+	var root yamlv3.Node
+	if yamlv3.Unmarshal(data, &root) != nil || len(root.Content) == 0 {
+		return 0
+	}
+	n := root.Content[0]
+	line := 0
+	for _, seg := range strings.Split(path, ".") {
+		key, rest, _ := strings.Cut(seg, "[")
+		if key != "" {
+			if n.Kind != yamlv3.MappingNode {
+				return line
+			}
+			found := false
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == key {
+					line, n, found = n.Content[i].Line, n.Content[i+1], true
+					break
+				}
+			}
+			if !found {
+				return line
+			}
+		}
+		for rest != "" {
+			idx, after, _ := strings.Cut(rest, "]")
+			rest = strings.TrimPrefix(after, "[")
+			i, err := strconv.Atoi(idx)
+			if err != nil || n.Kind != yamlv3.SequenceNode || i < 0 || i >= len(n.Content) {
+				return line
+			}
+			n = n.Content[i]
+			line = n.Line
+		}
+	}
+	return line
 }

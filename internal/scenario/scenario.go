@@ -276,7 +276,7 @@ func Parse(data []byte) (*Scenario, error) {
 		return nil, err
 	}
 	if err := checkUnknownFields(doc, reflect.TypeFor[Scenario](), ""); err != nil {
-		return nil, err
+		return nil, atLine(data, err)
 	}
 	var s Scenario
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
@@ -284,7 +284,7 @@ func Parse(data []byte) (*Scenario, error) {
 	}
 	s.setDefaults()
 	if err := s.Validate(); err != nil {
-		return nil, err
+		return nil, atLine(data, err)
 	}
 	return &s, nil
 }
@@ -413,6 +413,9 @@ func (s *Scenario) Validate() error {
 			return fmt.Errorf("churn.statefulSets[%d]: %q is not a StatefulSet of workload.statefulSets", i, name)
 		}
 	}
+	if c, pods := s.Churn.Concurrency, s.churnedPods(); c > pods {
+		return fmt.Errorf("churn.concurrency: %d is more than the %d pods churned: at most %d cycles can be in flight", c, pods, pods)
+	}
 	if err := s.validateScheduling(seen); err != nil {
 		return err
 	}
@@ -461,6 +464,38 @@ func (b Band) validate(path string) error {
 		return fmt.Errorf("%s.firstCycle: %q is not stranded or running", path, f)
 	}
 	return nil
+}
+
+// replicas is the replica count of StatefulSet name (0 if there is none).
+func (s *Scenario) replicas(name string) int {
+	for _, sts := range s.Workload.StatefulSets {
+		if sts.Name == name {
+			return int(sts.Replicas)
+		}
+	}
+	return 0
+}
+
+// churnedPods is how many pods the churn deletes among: those of
+// churn.statefulSets, or of every StatefulSet.
+func (s *Scenario) churnedPods() int {
+	n := 0
+	for _, sts := range s.Workload.StatefulSets {
+		if len(s.Churn.StatefulSets) == 0 || slices.Contains(s.Churn.StatefulSets, sts.Name) {
+			n += int(sts.Replicas)
+		}
+	}
+	return n
+}
+
+// LocalNodeNames are the nodes of the local provider's cluster for this
+// scenario: node-1 to node-N.
+func (s *Scenario) LocalNodeNames() []string {
+	names := make([]string, s.Cluster.Nodes)
+	for i := range names {
+		names[i] = fmt.Sprintf("node-%d", i+1)
+	}
+	return names
 }
 
 // CheckExpectKeys refuses an expect key that names no build: a typo
@@ -530,8 +565,16 @@ func (s *Scenario) validateScheduling(statefulSets map[string]bool) error {
 		if p.Ordinal < 0 {
 			return fmt.Errorf("%s.ordinal: %d is negative", path, p.Ordinal)
 		}
+		if r := s.replicas(p.StatefulSet); p.Ordinal >= r {
+			return fmt.Errorf("%s.ordinal: %d, but StatefulSet %s has %d replicas (ordinals 0-%d): the pin would pin nothing", path, p.Ordinal, p.StatefulSet, r, r-1)
+		}
 		if p.Node == "" {
 			return fmt.Errorf("%s.node: must not be empty", path)
+		}
+		// The local provider's nodes are node-1..node-N; kind's and an
+		// existing cluster's are checked once the cluster is up.
+		if s.Cluster.Provider == "local" && !slices.Contains(s.LocalNodeNames(), p.Node) {
+			return fmt.Errorf("%s.node: %q is not a node of the local provider's cluster (node-1 to node-%d)", path, p.Node, s.Cluster.Nodes)
 		}
 	}
 	if err := sch.ExtenderLatency.Validate(); err != nil {
