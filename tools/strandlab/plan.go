@@ -55,6 +55,18 @@ func plan(o planOptions, w io.Writer) error {
 		return err
 	}
 	rate := o.baselineRate
+	// Each flag is checked here, by its name: the statistics package's
+	// errors name its parameters, not the flags.
+	switch {
+	case o.alpha <= 0 || o.alpha >= 1:
+		return fmt.Errorf("--alpha: %v out of range (0, 1)", o.alpha)
+	case o.power <= 0 || o.power >= 1:
+		return fmt.Errorf("--power: %v out of range (0, 1)", o.power)
+	case o.baselineRate < 0 || o.baselineRate > 1:
+		return fmt.Errorf("--baseline-rate: %v out of range (0, 1]", o.baselineRate)
+	case o.buildRate < 0 || o.buildRate > 1:
+		return fmt.Errorf("--build-rate: %v out of range [0, 1]", o.buildRate)
+	}
 	switch {
 	case o.fromReport != "" && rate != 0:
 		return errors.New("--baseline-rate and --from-report: give one")
