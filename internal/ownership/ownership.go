@@ -21,6 +21,8 @@ import (
 	"time"
 
 	"github.com/prometheus/procfs"
+
+	"github.com/strandlab/strandlab/internal/safefile"
 )
 
 // MarkerFile is the marker's name inside a state directory.
@@ -113,20 +115,7 @@ func WriteMarker(dir string, m Marker) error {
 	if err != nil {
 		return err
 	}
-	tmp, err := os.CreateTemp(dir, "."+MarkerFile+"-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return os.Rename(tmp.Name(), filepath.Join(dir, MarkerFile))
+	return safefile.WriteAtomic(filepath.Join(dir, MarkerFile), append(data, '\n'))
 }
 
 // ErrNotOurs is wrapped by ReadMarker's refusals: dir is not a state

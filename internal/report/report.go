@@ -22,6 +22,7 @@ import (
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/provenance"
 	"github.com/strandlab/strandlab/internal/runtimeops"
+	"github.com/strandlab/strandlab/internal/safefile"
 	"github.com/strandlab/strandlab/internal/stats"
 	"github.com/strandlab/strandlab/internal/timeline"
 	"github.com/strandlab/strandlab/internal/usage"
@@ -478,17 +479,7 @@ const MaxReportSize = 512 << 20
 // second JSON value or a schema version newer than SchemaVersion is an
 // error naming the file.
 func Read(path string) (*Report, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, fmt.Errorf("read report: %w", err)
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("read report %s: not a regular file (%s)", path, fi.Mode().Type())
-	}
-	if fi.Size() > MaxReportSize {
-		return nil, fmt.Errorf("read report %s: %d bytes, more than %d", path, fi.Size(), MaxReportSize)
-	}
-	data, err := os.ReadFile(path)
+	data, err := safefile.ReadRegular(path, MaxReportSize, "a report's")
 	if err != nil {
 		return nil, fmt.Errorf("read report: %w", err)
 	}
@@ -641,30 +632,7 @@ func ReplaceDir(dir string, files map[string][]byte) error {
 
 // WriteFileAtomic writes data to path through a temporary file in its
 // directory, so an interrupted write leaves the old file whole.
-func WriteFileAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+"-*")
-	if err != nil {
-		return err
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Chmod(tmp.Name(), 0o644); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		os.Remove(tmp.Name())
-		return err
-	}
-	return nil
-}
+func WriteFileAtomic(path string, data []byte) error { return safefile.WriteAtomic(path, data) }
 
 // Markdown renders the report for people.
 func Markdown(r *Report) string {

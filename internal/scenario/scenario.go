@@ -10,7 +10,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
@@ -23,6 +22,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/strandlab/strandlab/internal/fault"
+	"github.com/strandlab/strandlab/internal/safefile"
 	"github.com/strandlab/strandlab/manifests"
 )
 
@@ -200,7 +200,7 @@ func (c Cluster) StorageClassName() string {
 // Load reads and validates a scenario file, naming it after the file when it
 // has no name (DefaultName).
 func Load(path string) (*Scenario, error) {
-	data, err := readFile(path)
+	data, err := safefile.ReadRegular(path, MaxFileSize, "a scenario's")
 	if err != nil {
 		return nil, fmt.Errorf("scenario: %w", err)
 	}
@@ -230,35 +230,6 @@ func ValidName(name string) error {
 // MaxFileSize bounds a scenario file: the largest shipped one is about
 // 3 KiB; a bound keeps `validate /dev/zero` from reading forever.
 const MaxFileSize = 1 << 20
-
-// readFile reads a regular file of at most MaxFileSize bytes. It refuses
-// devices, FIFOs and directories before opening them (a FIFO would block
-// the open).
-func readFile(path string) ([]byte, error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s: not a regular file (%s)", path, fi.Mode().Type())
-	}
-	if fi.Size() > MaxFileSize {
-		return nil, fmt.Errorf("%s: %d bytes, more than a scenario's %d", path, fi.Size(), MaxFileSize)
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(data) > MaxFileSize {
-		return nil, fmt.Errorf("%s: more than a scenario's %d bytes", path, MaxFileSize)
-	}
-	return data, nil
-}
 
 // Parse decodes and validates a scenario.
 func Parse(data []byte) (*Scenario, error) {
