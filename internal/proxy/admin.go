@@ -39,10 +39,10 @@ func (a AdminClient) Journal(ctx context.Context, since time.Time) ([]fault.Jour
 	return out, a.get(ctx, "/strandlab/journal?since="+url.QueryEscape(since.Format(time.RFC3339Nano)), &out)
 }
 
-// adminHTTP bounds every admin request: some callers read the counters
-// with a background context (an interrupted run's last reading), and a
-// proxy that stopped answering must not hang them.
-var adminHTTP = &http.Client{Timeout: time.Minute}
+// adminRequestTimeout bounds every admin request: some callers read the
+// counters with a background context (an interrupted run's last reading),
+// and a proxy that stopped answering must not hang them.
+const adminRequestTimeout = time.Minute
 
 func (a AdminClient) get(ctx context.Context, path string, into any) error {
 	if a.Base == "" {
@@ -52,7 +52,7 @@ func (a AdminClient) get(ctx context.Context, path string, into any) error {
 	if err != nil {
 		return err
 	}
-	resp, err := adminHTTP.Do(req)
+	resp, err := (&http.Client{Timeout: adminRequestTimeout}).Do(req)
 	if err != nil {
 		return err
 	}
