@@ -268,12 +268,13 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	if err != nil {
 		return nil, fmt.Errorf("build %s: start cluster: %w", build, err)
 	}
+	runCtx := ctx // ctx is re-bound to the watches' context below, which ends first
 	defer func() {
 		if keep {
 			printKept(opts.Progress, c)
 			return
 		}
-		if ctx.Err() == nil {
+		if runCtx.Err() == nil {
 			*phase = PhaseTeardown
 		}
 		fmt.Fprintf(opts.Progress, ">> build %s: tearing down the cluster\n", build)
