@@ -171,3 +171,19 @@ func ReadMarker(dir, provider string) (Marker, error) {
 	}
 	return m, nil
 }
+
+// ReadKept is ReadMarker for `strandlab down`: the directory must also be a
+// kept cluster's (--keep), and the run that made it must have ended (or be
+// the caller itself, which may stop what it kept).
+func ReadKept(dir, provider string) (Marker, error) {
+	m, err := ReadMarker(dir, provider)
+	switch {
+	case err != nil:
+		return Marker{}, err
+	case !m.Kept:
+		return Marker{}, fmt.Errorf("%s: its cluster was not kept (--keep): the run that made it removes it", dir)
+	case m.Creator.Alive() && m.Creator.PID != os.Getpid():
+		return Marker{}, fmt.Errorf("%s: the run that made it (pid %d) is still running: stop that run (Ctrl-C) instead", dir, m.Creator.PID)
+	}
+	return m, nil
+}

@@ -607,7 +607,7 @@ func (p DownPlan) String() string {
 }
 
 // PlanDown checks that dir is the state directory of a kept kind cluster
-// strandlab created (ownership.ReadMarker), that its run has ended, and that
+// strandlab created (ownership.ReadKept), that its run has ended, and that
 // the kind cluster it names is the one created with it: its control-plane
 // container mounts this very directory (a kind cluster strandlab did not
 // create, such as the user's own, never does). Anything else is refused.
@@ -616,16 +616,11 @@ func PlanDown(ctx context.Context, dir string) (DownPlan, error) {
 	if err != nil {
 		return DownPlan{}, err
 	}
-	m, err := ownership.ReadMarker(abs, Name)
+	m, err := ownership.ReadKept(abs, Name)
 	if err != nil {
 		return DownPlan{}, err
 	}
-	switch {
-	case !m.Kept:
-		return DownPlan{}, fmt.Errorf("%s: its cluster was not kept (--keep): the run that made it deletes it", dir)
-	case m.Creator.Alive() && m.Creator.PID != os.Getpid():
-		return DownPlan{}, fmt.Errorf("%s: the run that made it (pid %d) is still running: stop that run (Ctrl-C) instead", dir, m.Creator.PID)
-	case !kindClusterName.MatchString(m.KindCluster):
+	if !kindClusterName.MatchString(m.KindCluster) {
 		return DownPlan{}, fmt.Errorf("%s: %w: kind_cluster %q is not a name strandlab gives", dir, ownership.ErrNotOurs, m.KindCluster)
 	}
 	mounts, err := containerMounts(ctx, m.KindCluster+"-control-plane")

@@ -655,18 +655,11 @@ func (p DownPlan) String() string {
 }
 
 // PlanDown checks that dir is a kept local cluster's state directory that
-// strandlab created (ownership.ReadMarker) and whose run has ended, and
+// strandlab created (ownership.ReadKept) and whose run has ended, and
 // says what Down would do. Anything else is refused, and nothing is done.
 func PlanDown(dir string) (DownPlan, error) {
-	m, err := ownership.ReadMarker(dir, Name)
-	if err != nil {
+	if _, err := ownership.ReadKept(dir, Name); err != nil {
 		return DownPlan{}, err
-	}
-	if !m.Kept {
-		return DownPlan{}, fmt.Errorf("%s: its cluster was not kept (--keep): the run that made it stops it", dir)
-	}
-	if m.Creator.Alive() && m.Creator.PID != os.Getpid() {
-		return DownPlan{}, fmt.Errorf("%s: the run that made it (pid %d) is still running: stop that run (Ctrl-C) instead", dir, m.Creator.PID)
 	}
 	recs, err := process.ReadRecords(filepath.Join(dir, pidFile))
 	if err != nil && !errors.Is(err, os.ErrNotExist) {
