@@ -39,6 +39,7 @@ RUN_FLAGS := --scenario $(SCENARIO) \
 	$(if $(filter 1 true yes,$(CHECK)),--check) \
 	$(if $(RUN_ID_SUFFIX),--run-id-suffix $(RUN_ID_SUFFIX)) \
 	$(if $(CSI_DRIVER),--csi-driver $(CSI_DRIVER)) \
+	$(if $(RUNTIME_TIMINGS),--runtime-timings $(RUNTIME_TIMINGS)) \
 	$(if $(filter 1 true yes,$(CLUSTER_OWNER_CONSENT)),--cluster-owner-consent) \
 	--output $(OUTPUT)
 
@@ -52,7 +53,7 @@ binaries: ## build the pinned upstream binaries (cached by pin) and strandlab's 
 	@$(GO) build -o $(BIN)/strandlab ./tools/strandlab
 
 .PHONY: e2e
-e2e: binaries ## run SCENARIO on a local cluster and write the report (vars: SCENARIO BUILDS PROVIDER CYCLES SEED KEEP CHECK RUN_ID_SUFFIX CLUSTER_OWNER_CONSENT)
+e2e: binaries ## run SCENARIO on a local cluster and write the report (vars: SCENARIO BUILDS PROVIDER CYCLES SEED KEEP CHECK RUN_ID_SUFFIX RUNTIME_TIMINGS CLUSTER_OWNER_CONSENT)
 	@$(BIN)/strandlab run $(RUN_FLAGS)
 
 .PHONY: soak
@@ -70,9 +71,10 @@ bench: binaries ## what a cycle costs: the soak's load without and with its faul
 	  $(if $(PROVIDER),--provider $(PROVIDER)) $(if $(BENCH_SCENARIOS),--scenario $(BENCH_SCENARIOS))
 
 .PHONY: calibrate
-calibrate: binaries ## SCENARIO on local and kind, same SEEDS (e.g. 1-10), BUILDS and CYCLES, and whether they agree: writes _output/calibration/<run>/calibration.md (docs/kind.md)
+calibrate: binaries ## SCENARIO on local and kind, same SEEDS (e.g. 1-10), BUILDS and CYCLES (RUNTIME_TIMINGS=reference: kubelet-sim draws from the kind runs), and whether they agree: writes _output/calibration/<run>/calibration.md (docs/kind.md)
 	@$(BIN)/strandlab calibrate --scenario $(SCENARIO) --output $(OUTPUT) \
-	  $(if $(SEEDS),--seeds $(SEEDS)) $(if $(BUILDS),--builds $(BUILDS)) $(if $(CYCLES),--cycles $(CYCLES))
+	  $(if $(SEEDS),--seeds $(SEEDS)) $(if $(BUILDS),--builds $(BUILDS)) $(if $(CYCLES),--cycles $(CYCLES)) \
+	  $(if $(RUNTIME_TIMINGS),--runtime-timings $(RUNTIME_TIMINGS))
 
 .PHONY: test
 test: lint binaries ## run all tests: lint, unit tests, e2e-framework suites (local provider; kind too when Docker runs)

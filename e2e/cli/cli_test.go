@@ -192,8 +192,26 @@ func readReport(t *testing.T, path string) *report.Report {
 
 // The done-when of the foundation: the smoke scenario runs 20 cycles, writes
 // the contract report and prints its path last.
+// With --runtime-timings its kubelets draw from another timings file, which
+// the report names.
 func TestSmokeRunWritesTheReport(t *testing.T) {
-	r := start(t, "--scenario", "scenarios/smoke.yaml")
+	builtIn, err := os.ReadFile(filepath.Join(repoRoot, "tools", "upstream", "kubelet-sim", "containerruntime", "timings.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var timings map[string]any
+	if err := json.Unmarshal(builtIn, &timings); err != nil {
+		t.Fatal(err)
+	}
+	const source = "the smoke test's copy of the built-in timings"
+	timings["source"] = source
+	timingsFile := filepath.Join(t.TempDir(), "timings.json")
+	if data, err := json.Marshal(timings); err != nil {
+		t.Fatal(err)
+	} else if err := os.WriteFile(timingsFile, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := start(t, "--scenario", "scenarios/smoke.yaml", "--runtime-timings", timingsFile)
 	if code := r.wait(t); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, r.text())
 	}
@@ -216,6 +234,9 @@ func TestSmokeRunWritesTheReport(t *testing.T) {
 	// kubelet-sim's volumes are the kubelet's own code (docs/kubelet-sim.md).
 	if v, want := rep.Components["kubelet-sim"].Version, "volume manager from k8s.io/kubernetes@v1.37.2"; !strings.Contains(v, want) {
 		t.Errorf("component kubelet-sim is %q, want it to name the %s", v, want)
+	}
+	if v := rep.Components["kubelet-sim"].Version; !strings.Contains(v, "runtime timings drawn from "+source) {
+		t.Errorf("component kubelet-sim is %q, want it to name the --runtime-timings file's source %q", v, source)
 	}
 	if len(rep.Builds) != 1 || rep.Builds[0].Cycles != 20 || rep.Builds[0].CyclesNotRunning != 0 {
 		t.Fatalf("builds: %+v", rep.Builds)
@@ -496,6 +517,7 @@ func TestBadInputFailsBeforeAnyCluster(t *testing.T) {
 		{"cycles out of range", []string{"--cycles", "2000000"}, "churn.cycles"},
 		{"unknown provider", []string{"--provider", "minikube"}, "cluster.provider"},
 		{"missing file", []string{"--scenario", "does/not/exist.yaml"}, "no such file"},
+		{"runtime timings not a file", []string{"--runtime-timings", "does/not/exist.json"}, "--runtime-timings: open "},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -42,6 +42,12 @@ type Spec struct {
 	// FailedMountOnTimeout: the simulated kubelets record FailedMount when a
 	// pod's volumes are not mounted within 2m3s, as kubelets up to v1.27 did.
 	FailedMountOnTimeout bool
+	// RuntimeTimings is a file of container runtime timings (written by
+	// `strandlab runtime-timings`) the simulated kubelets draw their pod
+	// starts and stops from; empty: kubelet-sim's built-in ones. Calibrating
+	// local against kind on one machine draws from that machine's kind runs
+	// (docs/kind.md, "Calibration").
+	RuntimeTimings string
 	// Extender, if set, runs the pinning scheduler extender with this
 	// configuration and makes kube-scheduler call it.
 	Pinning *pinning.Config

@@ -72,6 +72,11 @@ type Options struct {
 	// CSIDeployment (--csi-driver) is which CSI driver the cluster runs:
 	// "" or cluster.CSIStrandlab, or cluster.CSIUpstream (kind only).
 	CSIDeployment string
+	// RuntimeTimings (--runtime-timings) is a timings file the local
+	// provider's simulated kubelets draw their container runtime from
+	// (`strandlab runtime-timings`); "" keeps kubelet-sim's built-in ones.
+	// The other providers refuse it.
+	RuntimeTimings string
 }
 
 // runIDSuffix is what --run-id-suffix accepts: it ends the report
@@ -146,7 +151,7 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 	// built in Run); builds are checked above.
 	if checker, ok := provider.(cluster.SpecChecker); ok {
 		for _, b := range sc.Builds {
-			if err := checker.CheckSpec(clusterSpec(sc, b, "", opts.OutputDir, false, opts.CSIDeployment)); err != nil {
+			if err := checker.CheckSpec(clusterSpec(sc, b, "", opts.OutputDir, false, opts)); err != nil {
 				return nil, fmt.Errorf("scenario %s: provider %q cannot run it:\n%w", opts.ScenarioPath, provider.Name(), err)
 			}
 		}
@@ -264,7 +269,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	} else {
 		fmt.Fprintf(opts.Progress, ">> build %s: the %s cluster's own controller, at least %d schedulable nodes\n", build, provider.Name(), sc.Cluster.Nodes)
 	}
-	c, err := provider.Start(ctx, clusterSpec(sc, build, controller.Binary, outDir, keep, opts.CSIDeployment))
+	c, err := provider.Start(ctx, clusterSpec(sc, build, controller.Binary, outDir, keep, opts))
 	if err != nil {
 		return nil, fmt.Errorf("build %s: start cluster: %w", build, err)
 	}
@@ -416,13 +421,14 @@ const ClusterOwnController = "the cluster's own kube-controller-manager"
 // clusterSpec is the spec a build of sc starts its cluster with (Run), and
 // what a SpecChecker provider is asked about (Prepare, with controller ""
 // as the binary is not built yet).
-func clusterSpec(sc *scenario.Scenario, build, controller, outDir string, keep bool, csi string) cluster.Spec {
+func clusterSpec(sc *scenario.Scenario, build, controller, outDir string, keep bool, opts Options) cluster.Spec {
 	return cluster.Spec{Name: sc.Name + "-" + build, Nodes: sc.Cluster.Nodes, OutputDir: outDir, Keep: keep,
 		CSIDriverName: sc.Cluster.CSIDriver, NodeStatusUpdateFrequency: sc.Cluster.NodeStatusUpdateFrequency.Duration,
 		NodeStatusReportFrequency: sc.Cluster.NodeStatusReportFrequency.Duration,
 		FailedMountOnTimeout:      sc.Cluster.FailedMountOnTimeout, ControllerManager: controller,
 		Pinning: pinningConfig(sc), Proxy: proxyProfile(sc),
-		Namespace: Namespace, StorageClass: sc.Cluster.StorageClassName(), CSIDeployment: csi, Seed: sc.Seed}
+		Namespace: Namespace, StorageClass: sc.Cluster.StorageClassName(), CSIDeployment: opts.CSIDeployment, Seed: sc.Seed,
+		RuntimeTimings: opts.RuntimeTimings}
 }
 
 // outcomeOf is what a band checks of a build.

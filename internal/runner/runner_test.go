@@ -240,13 +240,13 @@ func TestClusterSpec(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := clusterSpec(sc, "stock", "/bin/kcm", "/out/stock", true, "")
+	got := clusterSpec(sc, "stock", "/bin/kcm", "/out/stock", true, Options{RuntimeTimings: "/t.json"})
 	if got.Name != "t-stock" || got.Nodes != 2 || got.OutputDir != "/out/stock" || !got.Keep || got.ControllerManager != "/bin/kcm" ||
-		got.Namespace != Namespace || got.StorageClass != "fast" || got.Proxy != nil || got.Pinning != nil {
+		got.Namespace != Namespace || got.StorageClass != "fast" || got.Proxy != nil || got.Pinning != nil || got.RuntimeTimings != "/t.json" {
 		t.Errorf("clusterSpec = %+v", got)
 	}
 	plain, _ := scenario.Parse([]byte(minimal))
-	if got := clusterSpec(plain, "fix", "", "/o", false, cluster.CSIUpstream); got.StorageClass != "strandlab-hostpath" || got.CSIDeployment != cluster.CSIUpstream {
+	if got := clusterSpec(plain, "fix", "", "/o", false, Options{CSIDeployment: cluster.CSIUpstream}); got.StorageClass != "strandlab-hostpath" || got.CSIDeployment != cluster.CSIUpstream {
 		t.Errorf("default storage class %q, CSI deployment %q", got.StorageClass, got.CSIDeployment)
 	}
 }

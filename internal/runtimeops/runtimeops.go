@@ -8,6 +8,8 @@
 package runtimeops
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -173,6 +175,32 @@ func NewTimings(source string, ops Ops) (Timings, error) {
 			return Timings{}, fmt.Errorf("no %s operation measured: kubelet-sim needs every one of %v", op, PodOperations)
 		}
 		t.Operations[op] = h
+	}
+	return t, nil
+}
+
+// DecodeTimings reads a timings file's contents (--runtime-timings) and
+// checks what kubelet-sim will need of it: every pod operation, each with
+// one count more than bounds and at least one operation counted. kubelet-sim
+// checks it again when it loads it (containerruntime.Timings.Validate); this
+// is the check that refuses a bad file before any cluster starts.
+func DecodeTimings(data []byte) (Timings, error) {
+	var t Timings
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&t); err != nil {
+		return Timings{}, fmt.Errorf("not a timings file (strandlab runtime-timings writes one): %w", err)
+	}
+	for _, op := range PodOperations {
+		h, ok := t.Operations[op]
+		switch {
+		case !ok:
+			return Timings{}, fmt.Errorf("operations.%s: missing", op)
+		case len(h.Bounds) == 0 || len(h.Counts) != len(h.Bounds)+1:
+			return Timings{}, fmt.Errorf("operations.%s: %d bounds and %d counts; want one count more than bounds", op, len(h.Bounds), len(h.Counts))
+		case h.Total() == 0:
+			return Timings{}, fmt.Errorf("operations.%s: no operation counted", op)
+		}
 	}
 	return t, nil
 }

@@ -84,15 +84,57 @@ func TestKubeletSimEmbedsTimings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tm Timings
-	if err := json.Unmarshal(b, &tm); err != nil {
+	tm, err := DecodeTimings(b)
+	if err != nil {
 		t.Fatal(err)
-	}
-	if _, err := NewTimings(tm.Source, tm.Operations); err != nil {
-		t.Error(err)
 	}
 	if !strings.Contains(tm.Source, "kind") {
 		t.Errorf("source %q does not say it was measured on kind", tm.Source)
+	}
+}
+
+// A file --runtime-timings cannot use is refused naming what is wrong.
+func TestDecodeTimingsRefusesWhatKubeletSimCannotDrawFrom(t *testing.T) {
+	good := Histogram{Bounds: []float64{0.1, 1}, Counts: []uint64{3, 1, 0}}
+	file := func(edit func(Ops)) []byte {
+		ops := Ops{}
+		for _, op := range PodOperations {
+			ops[op] = good
+		}
+		edit(ops)
+		b, err := json.Marshal(Timings{Source: "test", Operations: ops})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		name, want string
+		data       []byte
+	}{
+		{"valid", "", file(func(Ops) {})},
+		{"not JSON", "not a timings file", []byte("run_podsandbox: 1s")},
+		{"unknown field", "not a timings file", []byte(`{"source":"x","operations":{},"ops":{}}`)},
+		{"an operation missing", "operations.stop_container: missing", file(func(o Ops) { delete(o, StopContainer) })},
+		{"counts do not match bounds", "operations.run_podsandbox: 2 bounds and 2 counts", file(func(o Ops) {
+			o[RunPodSandbox] = Histogram{Bounds: []float64{0.1, 1}, Counts: []uint64{1, 1}}
+		})},
+		{"nothing counted", "operations.start_container: no operation counted", file(func(o Ops) {
+			o[StartContainer] = Histogram{Bounds: []float64{1}, Counts: []uint64{0, 0}}
+		})},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := DecodeTimings(tc.data)
+			if tc.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err %v, want one containing %q", err, tc.want)
+			}
+		})
 	}
 }
 

@@ -207,7 +207,7 @@ func layout(dir string) Binaries {
 // Components describes the binaries for the report. It asks each binary
 // for its version, so the report shows what actually ran, not what was
 // meant to be built.
-func (b Binaries) Components(ctx context.Context) []provenance.Component {
+func (b Binaries) Components(ctx context.Context, runtimeTimings string) []provenance.Component {
 	module := map[string]string{
 		"etcd":                    "go.etcd.io/etcd/server/v3@" + b.Versions["etcd"],
 		"kube-apiserver":          "k8s.io/kubernetes/cmd/kube-apiserver@" + b.Versions["kube-apiserver"],
@@ -230,7 +230,7 @@ func (b Binaries) Components(ctx context.Context) []provenance.Component {
 		// timings are drawn from what was measured on kind
 		// (docs/kubelet-sim.md).
 		provenance.Component{Name: "kubelet-sim", Version: "simulated pods, node status and container runtime (runtime timings drawn from " +
-			kubeletSimRuntimeSource(ctx, b.KubeletSim) + "); volume manager from k8s.io/kubernetes@" + b.Versions["kubelet-sim"],
+			kubeletSimRuntimeSource(ctx, b.KubeletSim, runtimeTimings) + "); volume manager from k8s.io/kubernetes@" + b.Versions["kubelet-sim"],
 			Provenance: "built from github.com/strandlab/strandlab/tools/upstream/kubelet-sim with k8s.io/kubernetes@" + b.Versions["kubelet-sim"] + " (pkg/kubelet/volumemanager, pkg/volume/csi)"},
 		provenance.Component{Name: "csi-driver", Version: "strandlab hostpath", Provenance: "github.com/strandlab/strandlab/tools/csi-driver"},
 		provenance.Component{Name: "pin-extender", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/pin-extender"},
@@ -239,9 +239,14 @@ func (b Binaries) Components(ctx context.Context) []provenance.Component {
 }
 
 // kubeletSimRuntimeSource is where the runtime timings kubelet-sim draws
-// from were measured (`kubelet-sim --runtime-source`).
-func kubeletSimRuntimeSource(ctx context.Context, path string) string {
-	out, err := exec.CommandContext(ctx, path, "--runtime-source").Output()
+// from were measured (`kubelet-sim --runtime-source`): the built-in ones,
+// or those of the file runtimeTimings when it is not empty.
+func kubeletSimRuntimeSource(ctx context.Context, path, runtimeTimings string) string {
+	args := []string{"--runtime-source"}
+	if runtimeTimings != "" {
+		args = append(args, "--runtime-timings="+runtimeTimings)
+	}
+	out, err := exec.CommandContext(ctx, path, args...).Output()
 	if err != nil {
 		return "unknown: " + err.Error()
 	}

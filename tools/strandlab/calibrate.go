@@ -47,6 +47,15 @@ agree within a factor of 1.5), and the timings that decide the races
 medians and a Kolmogorov-Smirnov test (agree: medians within 15% or 250 ms,
 distance at most 0.15). The runs' reports are under the same directory.
 
+--runtime-timings FILE makes the local provider's simulated kubelets draw
+their container runtime from FILE (written by strandlab runtime-timings)
+instead of kubelet-sim's built-in timings, which were measured on another
+machine. --runtime-timings reference draws them from this calibration's own
+kind runs: each seed runs on kind first, the runtime timings of every kind
+run so far are pooled into <run-dir>/runtime-timings.json, and the local run
+of the seed draws from them, so that both sides' pod starts and stops are
+this machine's (docs/kind.md, "Calibration").
+
 --reports tables reports already written (runs sharded over sittings, or
 made with strandlab run) instead of running anything; each report names its
 provider.
@@ -56,6 +65,7 @@ as run's: 0 when the runs completed, 130 when interrupted (the table of what
 ran is written), 1 when the harness failed.`,
 		Example: `  strandlab calibrate --scenario scenarios/seed-122413.yaml --seeds 1-10 --cycles 1
   strandlab calibrate --scenario scenarios/mirror-safety.yaml --cycles 100 --builds stock,fix
+  strandlab calibrate --scenario scenarios/node-delay.yaml --cycles 60 --builds stock,fix --runtime-timings reference
   strandlab calibrate --reports _output/reports/<local-run>,_output/reports/<kind-run>`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -64,8 +74,8 @@ ran is written), 1 when the harness failed.`,
 			}
 			o.providers = [2]string{providers[0], providers[1]}
 			if len(o.reports) > 0 {
-				if len(o.scenarios) > 0 || seeds != "" || builds != "" || o.cycles >= 0 {
-					return errors.New("--reports tables reports already written: --scenario, --seeds, --builds and --cycles do not apply")
+				if len(o.scenarios) > 0 || seeds != "" || builds != "" || o.cycles >= 0 || o.runtimeTimings != "" {
+					return errors.New("--reports tables reports already written: --scenario, --seeds, --builds, --cycles and --runtime-timings do not apply")
 				}
 			} else {
 				for _, p := range providers {
@@ -83,6 +93,18 @@ ran is written), 1 when the harness failed.`,
 				if builds != "" {
 					o.builds = strings.Split(builds, ",")
 				}
+				switch {
+				case o.runtimeTimings == timingsFromReference:
+					if o.providers != [2]string{"local", "kind"} {
+						return fmt.Errorf("--runtime-timings %s: the local provider draws from the kind runs' timings: --providers local,kind, not %s", timingsFromReference, strings.Join(providers, ","))
+					}
+				case o.runtimeTimings != "":
+					// Applied to the local runs (the providers are local
+					// and kind), checked with them before any starts.
+					if o.runtimeTimings, err = filepath.Abs(o.runtimeTimings); err != nil {
+						return fmt.Errorf("--runtime-timings: %w", err)
+					}
+				}
 			}
 			o.command = "strandlab " + strings.Join(os.Args[1:], " ")
 			return calibrate(cmd.Context(), o, os.Stdout, os.Stderr)
@@ -94,6 +116,7 @@ ran is written), 1 when the harness failed.`,
 	f.StringVar(&seeds, "seeds", "", "seeds, each run on both providers: 1-10, 1,3,7 or both (default: each scenario's seed)")
 	f.StringVar(&builds, "builds", "", "comma-separated controller builds (default: the scenario's)")
 	f.IntVar(&o.cycles, "cycles", -1, "cycles per build and run (default: the scenario's)")
+	f.StringVar(&o.runtimeTimings, "runtime-timings", "", "the local provider's kubelet-sim draws its container runtime from this timings file, or from this calibration's kind runs (reference); default: kubelet-sim's built-in")
 	f.StringSliceVar(&o.reports, "reports", nil, "table these report.json files (or run directories) instead of running")
 	f.StringVar(&o.output, "output", "_output", "output directory (relative to the repository root)")
 	return cmd
@@ -108,7 +131,14 @@ type calibrateOptions struct {
 	reports   []string
 	output    string
 	command   string
+	// runtimeTimings: "" (kubelet-sim's built-in), a file, or
+	// timingsFromReference.
+	runtimeTimings string
 }
+
+// timingsFromReference (--runtime-timings reference): the local runs draw
+// their runtime from the calibration's kind runs so far.
+const timingsFromReference = "reference"
 
 // parseSeeds reads --seeds: comma-separated seeds and ranges a-b (at most
 // 1,000 seeds); "" is nil (each scenario's seed).
@@ -233,16 +263,26 @@ func calibrationRuns(ctx context.Context, o calibrateOptions, dir string, stderr
 		seed     int64
 	}
 	var jobs []job
+	fromReference := o.runtimeTimings == timingsFromReference
 	// Every scenario is checked on both providers before the first
 	// cluster starts.
 	prepare := func(path, provider string, seed *int64) (*scenario.Scenario, error) {
 		po := base
 		po.ScenarioPath, po.Provider, po.Seed = path, provider, seed
+		if provider == "local" && !fromReference {
+			po.RuntimeTimings = o.runtimeTimings
+		}
 		sc, err := runner.Prepare(ctx, po)
 		if err != nil {
 			return nil, fmt.Errorf("%s on %s: %w", path, provider, err)
 		}
 		return sc, nil
+	}
+	// Each seed runs on the reference first when the local side draws from
+	// its timings.
+	order := o.providers
+	if fromReference {
+		order = [2]string{o.providers[1], o.providers[0]}
 	}
 	for _, path := range o.scenarios {
 		seeds := o.seeds
@@ -254,7 +294,7 @@ func calibrationRuns(ctx context.Context, o calibrateOptions, dir string, stderr
 			seeds = []int64{sc.Seed}
 		}
 		for _, seed := range seeds {
-			for _, p := range o.providers {
+			for _, p := range order {
 				sc, err := prepare(path, p, &seed)
 				if err != nil {
 					return nil, err
@@ -267,11 +307,25 @@ func calibrationRuns(ctx context.Context, o calibrateOptions, dir string, stderr
 	defer stop()
 	base.Teardown = teardown
 	var runs []calibration.Run
+	var references []*report.Report // the reference's reports, for fromReference
+	timingsPath := filepath.Join(dir, "runtime-timings.json")
 	for i, j := range jobs {
 		fmt.Fprintf(stderr, "\n== calibrate %s on %s, seed %d (%d of %d)\n", j.sc.Name, j.provider, j.seed, i+1, len(jobs))
 		ro := base
 		seed := j.seed
 		ro.ScenarioPath, ro.Provider, ro.Seed = j.path, j.provider, &seed
+		if j.provider == "local" {
+			ro.RuntimeTimings = o.runtimeTimings
+			if fromReference {
+				if len(references) == 0 {
+					return runs, fmt.Errorf("--runtime-timings %s: no kind run measured a churn before the local run of %s, seed %d", timingsFromReference, j.sc.Name, j.seed)
+				}
+				if err := writeReferenceTimings(timingsPath, references); err != nil {
+					return runs, err
+				}
+				ro.RuntimeTimings = timingsPath
+			}
+		}
 		reportDir, err := runner.Run(ctx, ro, j.sc)
 		if reportDir != "" {
 			path := filepath.Join(reportDir, "report.json")
@@ -283,6 +337,9 @@ func calibrationRuns(ctx context.Context, o calibrateOptions, dir string, stderr
 			// nothing: it is not one of the table's runs.
 			if len(r.Builds) > 0 {
 				runs = append(runs, calibration.Run{Provider: j.provider, Report: r, Path: path})
+				if j.provider == o.providers[1] {
+					references = append(references, r)
+				}
 			}
 		}
 		// Interrupted (in any phase, the cluster's start included: its
@@ -295,4 +352,21 @@ func calibrationRuns(ctx context.Context, o calibrateOptions, dir string, stderr
 		}
 	}
 	return runs, nil
+}
+
+// writeReferenceTimings pools the reference's runtime timings so far into
+// the file the next local run's kubelets draw from.
+func writeReferenceTimings(path string, references []*report.Report) error {
+	t, err := poolTimings(references)
+	if err != nil {
+		return fmt.Errorf("--runtime-timings %s: %w", timingsFromReference, err)
+	}
+	data, err := json.MarshalIndent(t, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return report.WriteFileAtomic(path, append(data, '\n'))
 }

@@ -185,6 +185,12 @@ anything is touched. See docs/existing.md.`,
 			if !filepath.IsAbs(opts.OutputDir) {
 				opts.OutputDir = filepath.Join(opts.RepoRoot, opts.OutputDir)
 			}
+			if opts.RuntimeTimings != "" {
+				// kubelet-sim runs in another directory.
+				if opts.RuntimeTimings, err = filepath.Abs(opts.RuntimeTimings); err != nil {
+					return fmt.Errorf("--runtime-timings: %w", err)
+				}
+			}
 			opts.Progress = os.Stderr
 			opts.Providers = providers(opts.RepoRoot, os.Stderr, ext.provider(os.Getenv("KUBECONFIG"), os.Stderr))
 			// All scenarios are checked before the first cluster starts.
@@ -249,6 +255,7 @@ anything is touched. See docs/existing.md.`,
 	f.BoolVar(&check, "check", false, "exit 3 when a build's outcome is outside the scenario's expect band (CI smoke checks)")
 	f.StringVar(&opts.OutputDir, "output", "_output", "output directory (relative to the repository root)")
 	f.StringVar(&opts.CSIDeployment, "csi-driver", "", "the CSI driver the cluster runs: strandlab (default) or upstream (kind, 1 worker, images from registry.k8s.io: docs/kind.md)")
+	f.StringVar(&opts.RuntimeTimings, "runtime-timings", "", "local provider: the timings file kubelet-sim draws its container runtime from (strandlab runtime-timings writes one from kind reports; default: kubelet-sim's built-in, measured on kind)")
 	f.StringVar(&opts.RunIDSuffix, "run-id-suffix", "", "append -SUFFIX to the run id (and report directory): shards of one scenario run in the same second stay distinct for strandlab merge")
 	ext.register(cmd)
 	return cmd

@@ -63,8 +63,7 @@ are bucketed differently, and a pool missing one of the operations.`,
 // pooledTimings reads the reports and pools their builds' runtime
 // operations.
 func pooledTimings(paths []string) (runtimeops.Timings, error) {
-	total := runtimeops.Ops{}
-	var runs, providers, versions []string
+	reports := make([]*report.Report, 0, len(paths))
 	for _, p := range paths {
 		if fi, err := os.Stat(p); err == nil && fi.IsDir() {
 			p = filepath.Join(p, "report.json")
@@ -73,18 +72,31 @@ func pooledTimings(paths []string) (runtimeops.Timings, error) {
 		if err != nil {
 			return runtimeops.Timings{}, err
 		}
+		reports = append(reports, r)
+	}
+	return poolTimings(reports)
+}
+
+// poolTimings pools the runtime operations of every build of the reports
+// (each must have some) into the timings kubelet-sim draws from, with a
+// source naming the runs.
+func poolTimings(reports []*report.Report) (runtimeops.Timings, error) {
+	total := runtimeops.Ops{}
+	var runs, providers, versions []string
+	for _, r := range reports {
 		seen := false
 		for _, b := range r.Builds {
 			if len(b.RuntimeOps) == 0 {
 				continue
 			}
 			seen = true
+			var err error
 			if total, err = runtimeops.Add(total, report.RuntimeOpsHistograms(b)); err != nil {
-				return runtimeops.Timings{}, fmt.Errorf("%s: build %s: %w", p, b.Name, err)
+				return runtimeops.Timings{}, fmt.Errorf("run %s: build %s: %w", r.RunID, b.Name, err)
 			}
 		}
 		if !seen {
-			return runtimeops.Timings{}, fmt.Errorf("%s: no build has runtime_ops (they come from real kubelets: run it with --provider kind)", p)
+			return runtimeops.Timings{}, fmt.Errorf("run %s: no build has runtime_ops (they come from real kubelets: run it with --provider kind)", r.RunID)
 		}
 		runs = append(runs, r.RunID)
 		providers = appendNew(providers, r.Provider)

@@ -68,6 +68,9 @@ func CheckSpec(spec cluster.Spec) error {
 	if spec.FailedMountOnTimeout {
 		refuse("cluster.failedMountOnTimeout", "%s", kubelets)
 	}
+	if spec.RuntimeTimings != "" {
+		refuse("--runtime-timings", "%s", kubelets)
+	}
 	if spec.Namespace == "" {
 		refuse("namespace", "the existing provider needs the name of the namespace to create")
 	}

@@ -53,6 +53,8 @@ func TestCheckSpec(t *testing.T) {
 			want: []string{"cluster.nodeStatusReportFrequency:"}},
 		{name: "simulated kubelets' FailedMount", change: func(s *cluster.Spec) { s.FailedMountOnTimeout = true },
 			want: []string{"cluster.failedMountOnTimeout:"}},
+		{name: "simulated kubelets' runtime timings", change: func(s *cluster.Spec) { s.RuntimeTimings = "timings.json" },
+			want: []string{"--runtime-timings:"}},
 		{name: "no namespace", change: func(s *cluster.Spec) { s.Namespace = "" }, want: []string{"namespace:"}},
 		{name: "no storage class", change: func(s *cluster.Spec) { s.StorageClass = "" }, want: []string{"cluster.storageClass:"}},
 		{name: "seed-122413 names all its fields", change: func(s *cluster.Spec) {

@@ -90,11 +90,14 @@ func (p *Provider) NodeImageTag() string { return p.NodeImage }
 func (p *Provider) RunsControllerBuilds() {}
 
 // CheckSpec refuses, before anything is built or started, a spec this
-// machine cannot start: more nodes than the Docker host's inotify limit
-// holds (checkInotify).
+// machine cannot start (more nodes than the Docker host's inotify limit
+// holds: checkInotify) or that asks for what only simulated kubelets do.
 func (p *Provider) CheckSpec(spec cluster.Spec) error {
 	if spec.CSIDeployment == cluster.CSIUpstream && spec.Nodes != 1 {
 		return fmt.Errorf("cluster.nodes: %d; --csi-driver upstream keeps every volume on the one node its driver runs on: run 1 worker", spec.Nodes)
+	}
+	if spec.RuntimeTimings != "" {
+		return fmt.Errorf("--runtime-timings: the kind provider's kubelets are real and their container runtime takes what it takes; runtime timings are drawn by the local provider's simulated kubelets")
 	}
 	if err := checkInotify(spec.Nodes); err != nil {
 		return fmt.Errorf("cluster.nodes: %w", err)

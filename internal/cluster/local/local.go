@@ -33,6 +33,7 @@ import (
 	"github.com/strandlab/strandlab/internal/ownership"
 	"github.com/strandlab/strandlab/internal/process"
 	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/runtimeops"
 	"github.com/strandlab/strandlab/internal/upstream"
 	"github.com/strandlab/strandlab/manifests"
 )
@@ -78,6 +79,15 @@ func (p *Provider) RunsControllerBuilds() {}
 func (p *Provider) CheckSpec(spec cluster.Spec) error {
 	if spec.CSIDeployment == cluster.CSIUpstream {
 		return fmt.Errorf("--csi-driver: %s runs only on kind (its images need real nodes and a registry); the local provider runs strandlab's driver", spec.CSIDeployment)
+	}
+	if spec.RuntimeTimings != "" {
+		data, err := os.ReadFile(spec.RuntimeTimings)
+		if err != nil {
+			return fmt.Errorf("--runtime-timings: %w", err)
+		}
+		if _, err := runtimeops.DecodeTimings(data); err != nil {
+			return fmt.Errorf("--runtime-timings: %s: %w", spec.RuntimeTimings, err)
+		}
 	}
 	return nil
 }
@@ -296,7 +306,7 @@ func (p *Provider) start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		}
 	}
 	c.started = time.Since(begin)
-	for _, comp := range st.bins.Components(ctx) {
+	for _, comp := range st.bins.Components(ctx, spec.RuntimeTimings) {
 		if comp.Name == "pin-extender" && spec.Pinning == nil || comp.Name == "apiproxy" && spec.Proxy == nil {
 			continue // not run
 		}
@@ -526,6 +536,9 @@ func (st *starting) startKubelets(context.Context) ([]readiness, error) {
 	}
 	if spec.FailedMountOnTimeout {
 		common = append(common, "--failed-mount-on-timeout")
+	}
+	if spec.RuntimeTimings != "" {
+		common = append(common, "--runtime-timings="+spec.RuntimeTimings)
 	}
 	if klog.V(4).Enabled() {
 		common = append(common, "-v=4")

@@ -106,3 +106,27 @@ func TestRetryPortClash(t *testing.T) {
 		})
 	}
 }
+
+// A runtime timings file the simulated kubelets could not draw from is
+// refused before anything starts, naming the flag.
+func TestCheckSpecRuntimeTimings(t *testing.T) {
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "bad.json")
+	if err := os.WriteFile(bad, []byte(`{"source":"x","operations":{}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	builtIn := filepath.Join("..", "..", "..", "tools", "upstream", "kubelet-sim", "containerruntime", "timings.json")
+	for _, tc := range []struct {
+		file, want string
+	}{
+		{"", ""},
+		{builtIn, ""},
+		{filepath.Join(dir, "missing.json"), "--runtime-timings: open "},
+		{bad, "--runtime-timings: " + bad + ": operations.run_podsandbox: missing"},
+	} {
+		err := (&Provider{}).CheckSpec(cluster.Spec{Nodes: 1, RuntimeTimings: tc.file})
+		if (tc.want == "") != (err == nil) || err != nil && !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("CheckSpec(runtime timings %q) = %v, want %q", tc.file, err, tc.want)
+		}
+	}
+}
