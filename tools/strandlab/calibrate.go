@@ -314,17 +314,17 @@ func calibrationRuns(ctx context.Context, o calibrateOptions, dir string, stderr
 		ro := base
 		seed := j.seed
 		ro.ScenarioPath, ro.Provider, ro.Seed = j.path, j.provider, &seed
-		if j.provider == "local" {
+		switch {
+		case j.provider != "local":
+		case !fromReference:
 			ro.RuntimeTimings = o.runtimeTimings
-			if fromReference {
-				if len(references) == 0 {
-					return runs, fmt.Errorf("--runtime-timings %s: no kind run measured a churn before the local run of %s, seed %d", timingsFromReference, j.sc.Name, j.seed)
-				}
-				if err := writeReferenceTimings(timingsPath, references); err != nil {
-					return runs, err
-				}
-				ro.RuntimeTimings = timingsPath
+		case len(references) == 0:
+			return runs, fmt.Errorf("--runtime-timings %s: no kind run measured a churn before the local run of %s, seed %d", timingsFromReference, j.sc.Name, j.seed)
+		default:
+			if err := writeReferenceTimings(timingsPath, references); err != nil {
+				return runs, err
 			}
+			ro.RuntimeTimings = timingsPath
 		}
 		reportDir, err := runner.Run(ctx, ro, j.sc)
 		if reportDir != "" {
