@@ -41,6 +41,11 @@ const (
 	// phase had not come back from the API server when its volumes were
 	// unmounted is confirmed deleted at the first sync after it has.
 	DefaultStatusSyncPeriod = 10 * time.Second
+	// DefaultRelistPeriod is the PLEG's periodic relist
+	// (kubelet.genericPlegRelistPeriod): a pod worker's terminating and
+	// terminated syncs each wait for a relist begun after the pod's
+	// previous sync ended (podWorkers.podWorkerLoop, podCache.GetNewerThan).
+	DefaultRelistPeriod = time.Second
 )
 
 // ControllerManagedAttachAnnotation tells the attach/detach controller that
@@ -92,6 +97,9 @@ type Config struct {
 	// StatusSyncPeriod is the status manager's periodic sync (default
 	// DefaultStatusSyncPeriod, the kubelet's); tests shorten it.
 	StatusSyncPeriod time.Duration
+	// RelistPeriod is the PLEG's periodic relist (default
+	// DefaultRelistPeriod, the kubelet's); tests shorten it.
+	RelistPeriod time.Duration
 }
 
 func (c *Config) setDefaults() error {
@@ -126,6 +134,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.StatusSyncPeriod == 0 {
 		c.StatusSyncPeriod = DefaultStatusSyncPeriod
+	}
+	if c.RelistPeriod == 0 {
+		c.RelistPeriod = DefaultRelistPeriod
 	}
 	if c.NodeLeaseDurationSeconds == 0 {
 		c.NodeLeaseDurationSeconds = DefaultNodeLeaseDurationSeconds

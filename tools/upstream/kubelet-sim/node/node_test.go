@@ -79,6 +79,9 @@ func startNode(t *testing.T, client *fake.Clientset, cfg Config) *Node {
 		// wait the kubelet's 10 s.
 		cfg.StatusSyncPeriod = 50 * time.Millisecond
 	}
+	if cfg.RelistPeriod == 0 {
+		cfg.RelistPeriod = 10 * time.Millisecond // the PLEG's 1 s would only slow the tests
+	}
 	n, err := NewNode(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -504,5 +507,74 @@ func TestDeletionWaitsForTheTerminalPhase(t *testing.T) {
 	}
 	if deletes.Load() != 1 {
 		t.Errorf("%d deletes, want 1", deletes.Load())
+	}
+}
+
+// A terminating pod waits for the PLEG: its containers stop at the first
+// periodic relist after its last sync (podCache.GetNewerThan in
+// podWorkerLoop; the pod is deleted here just after it ran, within the
+// relist period), and its deletion is confirmed no earlier than the relist
+// after its terminating sync wrote the terminal status.
+func TestTerminationWaitsForTheRelist(t *testing.T) {
+	const period = 400 * time.Millisecond
+	client := fake.NewClientset()
+	var mu sync.Mutex
+	var runningAt, succeededAt, deletedAt time.Time
+	client.PrependReactor("patch", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
+		patch := string(a.(clienttesting.PatchActionImpl).Patch)
+		mu.Lock()
+		defer mu.Unlock()
+		switch {
+		case strings.Contains(patch, string(corev1.PodRunning)):
+			runningAt = time.Now()
+		case strings.Contains(patch, string(corev1.PodSucceeded)):
+			succeededAt = time.Now()
+		}
+		return false, nil, nil
+	})
+	client.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		deletedAt = time.Now()
+		return false, nil, nil
+	})
+	n := startNode(t, client, Config{RelistPeriod: period})
+	if _, err := client.CoreV1().Pods("ns").Create(context.Background(), boundPod("web-0"), metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "Running", func() bool { p := getPod(client, "web-0"); return p != nil && p.Status.Phase == corev1.PodRunning })
+	deleteGracefully(t, client, "web-0")
+
+	mu.Lock()
+	defer mu.Unlock()
+	if runningAt.IsZero() || succeededAt.IsZero() || deletedAt.IsZero() {
+		t.Fatalf("missing a step: Running at %v, Succeeded at %v, deleted at %v", runningAt, succeededAt, deletedAt)
+	}
+	if relist := n.nextRelist(runningAt); succeededAt.Before(relist) {
+		t.Errorf("containers stopped %v after Running, before the first relist after it (%v after)",
+			succeededAt.Sub(runningAt), relist.Sub(runningAt))
+	}
+	if relist := n.nextRelist(succeededAt); deletedAt.Before(relist) {
+		t.Errorf("deletion confirmed %v after the terminal status, before the relist after it (%v after)",
+			deletedAt.Sub(succeededAt), relist.Sub(succeededAt))
+	}
+}
+
+func TestNextRelist(t *testing.T) {
+	start := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+	n := &Node{cfg: Config{RelistPeriod: time.Second}, started: start}
+	tests := []struct {
+		after, want time.Duration
+	}{
+		{after: -time.Second, want: 0},
+		{after: 0, want: time.Second},
+		{after: 300 * time.Millisecond, want: time.Second},
+		{after: time.Second, want: 2 * time.Second},
+		{after: 2500 * time.Millisecond, want: 3 * time.Second},
+	}
+	for _, tc := range tests {
+		if got := n.nextRelist(start.Add(tc.after)); !got.Equal(start.Add(tc.want)) {
+			t.Errorf("nextRelist(start%+v) = start%+v, want start%+v", tc.after, got.Sub(start), tc.want)
+		}
 	}
 }

@@ -183,6 +183,10 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 		running     bool
 		terminated  bool
 		confirmed   bool
+		// lastSync is when the pod's previous sync ended (podWorkerLoop's
+		// lastSyncTime): a terminating or terminated sync waits for the
+		// PLEG's first relist after it.
+		lastSync time.Time
 		// statusSync fires at the status manager's next periodic sync
 		// while a terminated pod waits to be confirmed deleted; syncWake
 		// at its next sync for another pod's status (either syncBatch
@@ -250,10 +254,12 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 				n.cfg.Volumes.PodTerminating(pod.UID)
 				startCancel()
 				if startDone != nil {
-					<-startDone
+					<-startDone // the cancelled SyncPod ends
 					startDone = nil
+					lastSync = time.Now()
 				}
-				if err := pw.terminate(ctx, pod, &running); err != nil {
+				if err := pw.terminate(ctx, pod, &running, &lastSync); err != nil {
+					lastSync = time.Now()
 					if ctx.Err() == nil {
 						klog.FromContext(ctx).Error(err, "Terminating pod failed, will retry on next update", "pod", klog.KObj(pod))
 						pw.running.Go(func() { pw.retryLater(ctx, w, pod) })
@@ -273,6 +279,7 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 			}
 		case err := <-startResult:
 			startDone = nil
+			lastSync = time.Now()
 			if err == nil {
 				running = true
 			} else if ctx.Err() == nil && pod.DeletionTimestamp == nil {
@@ -396,8 +403,24 @@ func (pw *podWorkers) recordMountFailure(ctx context.Context, pod *corev1.Pod, e
 // termination does not stop them twice), writes the terminal status and
 // waits until the volumes are unmounted (syncTerminatingPod, then
 // syncTerminatedPod's WaitForUnmount).
-func (pw *podWorkers) terminate(ctx context.Context, pod *corev1.Pod, running *bool) error {
+//
+// Each of the two syncs first waits in podWorkerLoop for the pod cache to
+// be newer than the pod's previous sync (podCache.GetNewerThan), and on
+// termination only the PLEG's periodic relist makes it so: the on-demand
+// relist is asked for after a SyncPod that changed something
+// (Kubelet.SyncPod's postSync, RequestPodRelist), never after a
+// terminating sync. So the containers stop at the first relist after the
+// last sync (at once for a pod that has run a while; up to a period for
+// one deleted just after it started, or whose start was cancelled), and
+// the terminated sync waits for the relist after the terminating one.
+// The volumes' teardown does not wait for that: the populator drops a pod
+// whose terminating sync has ended (ShouldPodRuntimeBeRemoved), so the
+// pod is done at the later of its unmount and that relist.
+func (pw *podWorkers) terminate(ctx context.Context, pod *corev1.Pod, running *bool, lastSync *time.Time) error {
 	n := pw.node
+	if err := n.awaitRelist(ctx, *lastSync); err != nil {
+		return err
+	}
 	if *running {
 		for _, c := range pod.Spec.Containers {
 			n.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
@@ -432,10 +455,15 @@ func (pw *podWorkers) terminate(ctx context.Context, pod *corev1.Pod, running *b
 	if err := pw.patchStatus(ctx, pod, stopped); err != nil && !apierrors.IsNotFound(err) {
 		return err
 	}
+	terminatingEnded := time.Now()
+	*lastSync = terminatingEnded
 	if err := n.cfg.Volumes.UnmountPodVolumes(ctx, pod); err != nil {
 		return fmt.Errorf("unmount volumes: %w", err)
 	}
-	return nil
+	// SyncTerminatedPod runs after the relist that follows the terminating
+	// sync; its WaitForUnmount then returns at once if the unmount ended
+	// first.
+	return n.awaitRelist(ctx, terminatingEnded)
 }
 
 // errNotTerminalYet: the pod manager's copy of the pod does not have its

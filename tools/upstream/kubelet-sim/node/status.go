@@ -233,6 +233,36 @@ func (n *Node) untilStatusSync(now time.Time) time.Duration {
 	return (since/period+1)*period - since
 }
 
+// nextRelist is when the first periodic PLEG relist begun after t has
+// filled the pod cache: the moment podCache.GetNewerThan(uid, t) returns
+// for a pod no on-demand relist was asked for. The relists fall every
+// RelistPeriod from the node's start; upstream's timer is reset after each
+// relist ends (GenericPLEG.Relist is short on a node of a few pods), so
+// its grid drifts by the relists' own time, which only shifts the phase.
+func (n *Node) nextRelist(t time.Time) time.Time {
+	since, period := t.Sub(n.started), n.cfg.RelistPeriod
+	if since < 0 {
+		return n.started
+	}
+	return n.started.Add((since/period + 1) * period)
+}
+
+// awaitRelist waits until nextRelist(t).
+func (n *Node) awaitRelist(ctx context.Context, t time.Time) error {
+	d := time.Until(n.nextRelist(t))
+	if d <= 0 {
+		return nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+		return nil
+	}
+}
+
 // reportPeriodExpired is kubelet.isUpdateStatusPeriodExpired.
 func (n *Node) reportPeriodExpired() bool {
 	return time.Since(n.lastReport) >= n.cfg.NodeStatusReportFrequency+n.delayAfterChange
