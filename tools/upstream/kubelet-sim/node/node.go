@@ -1,8 +1,10 @@
 // Package node is strandlab's simulated kubelet of one node, the only
 // simulated component of a local cluster. A Node registers the Node object,
 // keeps its status and Lease fresh, and runs the lifecycle of the pods bound
-// to it (Pending -> Running, graceful deletion, deletion confirmed). There is
-// no container runtime: containers "start" and "stop" at once. Everything
+// to it (Pending -> Running, graceful deletion, deletion confirmed). No
+// container runs: a start or stop takes the time a real runtime's does
+// (package containerruntime), and termination waits for the PLEG's relists
+// as the pod workers do. Everything
 // the kubelet says to the API server (node status, leases, pod status,
 // deletion) is said as the upstream kubelet says it, under the node's own
 // identity (system:node:<name>).
