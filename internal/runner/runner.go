@@ -255,6 +255,9 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 		}
 	}
 	rep.Complete = runErr == nil && !rep.Interrupted
+	if runErr != nil && !rep.Interrupted {
+		rep.Failure, rep.FailedDuring = runErr.Error(), phase
+	}
 	if err := save(); err != nil {
 		runErr = errors.Join(runErr, err)
 	}
@@ -451,7 +454,8 @@ func createWorkload(ctx context.Context, client kubernetes.Interface, sc *scenar
 	var targets []churn.Target
 	for _, s := range sc.Workload.StatefulSets {
 		if err := workload.Create(ctx, client, workload.StatefulSet{Namespace: Namespace, Name: s.Name, Replicas: s.Replicas,
-			VolumesPerPod: s.VolumesPerPod, StorageClass: sc.Cluster.StorageClassName(), NoService: s.Service != nil && !*s.Service}); err != nil {
+			VolumesPerPod: s.VolumesPerPod, StorageClass: sc.Cluster.StorageClassName(), NoService: s.Service != nil && !*s.Service,
+			HostNetwork: sc.Workload.HostNetwork}); err != nil {
 			return nil, err
 		}
 		if len(sc.Churn.StatefulSets) > 0 && !slices.Contains(sc.Churn.StatefulSets, s.Name) {

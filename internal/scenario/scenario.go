@@ -110,6 +110,13 @@ type Cluster struct {
 // Workload is what runs on the cluster.
 type Workload struct {
 	StatefulSets []StatefulSet `json:"statefulSets"`
+	// HostNetwork runs the workload's pods in their node's network
+	// namespace. Nothing in the experiment talks to a pod, and with real
+	// kubelets every pod's start and stop otherwise creates and destroys a
+	// network namespace and runs the CNI plugins: the throughput-bound kind
+	// profiles turn it on (docs/performance.md, "kind"). kubelet-sim has no
+	// pod network, so it changes nothing on local.
+	HostNetwork bool `json:"hostNetwork,omitempty"`
 }
 
 // StatefulSet is one StatefulSet of the workload.

@@ -41,6 +41,8 @@ type StatefulSet struct {
 	// NoService skips the headless Service: its endpoints churn on every
 	// pod change costs CPU and has nothing to do with attach/detach.
 	NoService bool
+	// HostNetwork: the pods use their node's network namespace.
+	HostNetwork bool
 }
 
 // CreateNamespace creates namespace (if needed) and waits until the service
@@ -102,6 +104,7 @@ func statefulSetFromManifest(s StatefulSet) (*appsv1.StatefulSet, error) {
 	sts.Spec.ServiceName = s.Name
 	sts.Spec.Selector = &metav1.LabelSelector{MatchLabels: labels}
 	sts.Spec.Template.Labels = labels
+	sts.Spec.Template.Spec.HostNetwork = s.HostNetwork
 	for i := 0; i < s.VolumesPerPod; i++ {
 		name := fmt.Sprintf("data-%d", i)
 		sc := s.StorageClass

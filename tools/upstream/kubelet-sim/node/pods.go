@@ -120,6 +120,11 @@ func (pw *podWorkers) update(ctx context.Context, pod *corev1.Pod) {
 		pw.workers[pod.UID] = w
 		pw.nextIP++
 		ip := fmt.Sprintf("10.244.%d.%d", pw.node.cfg.PodCIDRIndex%256, 2+pw.nextIP%250)
+		if pod.Spec.HostNetwork {
+			// generateAPIPodStatus (pkg/kubelet/kubelet_pods.go): a
+			// host-network pod's IPs are its node's.
+			ip = nodeInternalIP
+		}
 		pw.running.Go(func() { pw.work(ctx, pod.UID, w, ip) })
 	}
 	pw.mu.Unlock()

@@ -268,6 +268,10 @@ func (n *Node) reportPeriodExpired() bool {
 	return time.Since(n.lastReport) >= n.cfg.NodeStatusReportFrequency+n.delayAfterChange
 }
 
+// nodeInternalIP is every simulated node's address: they all run on
+// this host.
+const nodeInternalIP = "127.0.0.1"
+
 // setNodeStatus sets what the kubelet's node status setters own
 // (pkg/kubelet/nodestatus): addresses, capacity, node info, the four
 // conditions, and volumes in use (the last through the kubelet's own
@@ -275,7 +279,7 @@ func (n *Node) reportPeriodExpired() bool {
 func (n *Node) setNodeStatus(ctx context.Context, node *corev1.Node) error {
 	s := &node.Status
 	s.Addresses = []corev1.NodeAddress{
-		{Type: corev1.NodeInternalIP, Address: "127.0.0.1"},
+		{Type: corev1.NodeInternalIP, Address: nodeInternalIP},
 		{Type: corev1.NodeHostName, Address: n.cfg.NodeName},
 	}
 	s.Capacity = n.cfg.Capacity.DeepCopy()
