@@ -473,6 +473,15 @@ func TestDeletionWaitsForTheTerminalPhase(t *testing.T) {
 		}
 		return false
 	})
+	// The worker has terminated (its terminating sync waits for the relist
+	// after the terminal status) and found the terminal phase not back yet
+	// when it waits for the status manager's next sync; only then does the
+	// API server record it, or the worker would see it at once and delete.
+	eventually(t, "the terminated pod waits for the next status sync", func() bool {
+		n.pods.syncs.mu.Lock()
+		defer n.pods.syncs.mu.Unlock()
+		return n.pods.syncs.ch != nil
+	})
 	// The API server now records the terminal phase; the next status sync
 	// comes with another pod's status.
 	holdTerminal.Store(false)
