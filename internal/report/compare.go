@@ -516,10 +516,17 @@ func pValueText(p float64) string {
 	return strings.Replace(s, "e-0", "e-", 1) // 9.4e-07 -> 9.4e-7
 }
 
+// runStatus says whether r's figures are the whole run's, and if not why.
 func runStatus(r *Report) string {
 	switch {
+	case r.Interrupted && r.InterruptedDuring != "":
+		return "interrupted during " + r.InterruptedDuring + " (partial)"
 	case r.Interrupted:
 		return "interrupted (partial)"
+	case r.Failure != "" && r.FailedDuring != "":
+		return "failed during " + r.FailedDuring + " (partial)"
+	case r.Failure != "":
+		return "failed (partial)"
 	case !r.Complete:
 		return "in progress (partial)"
 	}

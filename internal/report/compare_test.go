@@ -46,6 +46,8 @@ func TestCompareMarkdown(t *testing.T) {
 	interrupted.Interrupted, interrupted.Complete = true, false
 	inProgress := twoBuilds()
 	inProgress.Complete = false
+	failed := twoBuilds()
+	failed.Complete, failed.Failure, failed.FailedDuring = false, "build stock: start cluster: no Ready nodes", "cluster start"
 	zero := &Report{RunID: "r0", Scenario: "s", Complete: true, Builds: []Build{build("stock", 0, 0, nil)}}
 
 	tests := []struct {
@@ -114,6 +116,12 @@ func TestCompareMarkdown(t *testing.T) {
 			name: "in progress",
 			r:    inProgress,
 			want: []string{"(in progress (partial))"},
+		},
+		{
+			name:    "failed",
+			r:       failed,
+			want:    []string{"(failed during cluster start (partial))"},
+			notWant: []string{"in progress", "(complete)"},
 		},
 		{
 			name: "no cycles yet: empty interval, no requests",

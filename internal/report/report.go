@@ -51,6 +51,11 @@ type Report struct {
 	// start, churn, teardown).
 	Interrupted       bool   `json:"interrupted"`
 	InterruptedDuring string `json:"interrupted_during,omitempty"`
+	// Failure is the error that ended the run before all cycles (not an
+	// interrupt), and FailedDuring the phase it ended in: without them a
+	// run that failed reads as one still in progress.
+	Failure      string `json:"failure,omitempty"`
+	FailedDuring string `json:"failed_during,omitempty"`
 	// Complete is false while a run is still writing its report.
 	Complete bool `json:"complete"`
 	// Seeds (distinct, sorted; Seed is then the first input's) and
@@ -638,17 +643,12 @@ func WriteFileAtomic(path string, data []byte) error { return safefile.WriteAtom
 func Markdown(r *Report) string {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# strandlab report: %s\n\n", r.Scenario)
-	status := "complete"
-	switch {
-	case r.Interrupted && r.InterruptedDuring != "":
-		status = "interrupted during " + r.InterruptedDuring + " (partial)"
-	case r.Interrupted:
-		status = "interrupted (partial)"
-	case !r.Complete:
-		status = "in progress (partial)"
+	fmt.Fprintf(&b, "- run: `%s` (%s)\n", r.RunID, runStatus(r))
+	if r.Failure != "" {
+		fmt.Fprintf(&b, "- failed: %s\n", r.Failure)
 	}
-	fmt.Fprintf(&b, "- run: `%s` (%s)\n- provider: %s, Kubernetes %s, seed %d\n- cluster start: %.1f s\n%s\n",
-		r.RunID, status, r.Provider, r.KubernetesVersion, r.Seed, r.ClusterStartSeconds, mergedMarkdown(r))
+	fmt.Fprintf(&b, "- provider: %s, Kubernetes %s, seed %d\n- cluster start: %.1f s\n%s\n",
+		r.Provider, r.KubernetesVersion, r.Seed, r.ClusterStartSeconds, mergedMarkdown(r))
 	b.WriteString("## Builds\n\n")
 	b.WriteString(Table(r))
 	writeCycleSteps(&b, r)

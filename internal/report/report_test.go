@@ -379,3 +379,33 @@ func TestReplaceDirNeverMixes(t *testing.T) {
 		t.Errorf("left behind: %v", left)
 	}
 }
+
+func TestMarkdownSaysHowTheRunEnded(t *testing.T) {
+	tests := []struct {
+		name    string
+		r       Report
+		want    []string
+		notWant []string
+	}{
+		{"complete", Report{RunID: "r", Complete: true}, []string{"- run: `r` (complete)\n"}, []string{"- failed:"}},
+		{"in progress", Report{RunID: "r"}, []string{"(in progress (partial))"}, []string{"- failed:"}},
+		{"interrupted", Report{RunID: "r", Interrupted: true, InterruptedDuring: "churn"}, []string{"(interrupted during churn (partial))"}, []string{"- failed:"}},
+		{"failed", Report{RunID: "r", Failure: "build stock: start cluster: kind create: exit status 1", FailedDuring: "cluster start"},
+			[]string{"(failed during cluster start (partial))", "- failed: build stock: start cluster: kind create: exit status 1\n"}, []string{"in progress"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			md := Markdown(&tc.r)
+			for _, w := range tc.want {
+				if !strings.Contains(md, w) {
+					t.Errorf("report.md lacks %q:\n%s", w, md)
+				}
+			}
+			for _, w := range tc.notWant {
+				if strings.Contains(md, w) {
+					t.Errorf("report.md has %q:\n%s", w, md)
+				}
+			}
+		})
+	}
+}
