@@ -395,17 +395,7 @@ func TestMarkdownSaysHowTheRunEnded(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			md := Markdown(&tc.r)
-			for _, w := range tc.want {
-				if !strings.Contains(md, w) {
-					t.Errorf("report.md lacks %q:\n%s", w, md)
-				}
-			}
-			for _, w := range tc.notWant {
-				if strings.Contains(md, w) {
-					t.Errorf("report.md has %q:\n%s", w, md)
-				}
-			}
+			checkContains(t, Markdown(&tc.r), tc.want, tc.notWant)
 		})
 	}
 }
