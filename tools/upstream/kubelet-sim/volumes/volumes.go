@@ -35,6 +35,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/sets"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	corelisters "k8s.io/client-go/listers/core/v1"
@@ -58,6 +59,10 @@ var CSIVersions = []string{"1.0.0"}
 // (pkg/kubelet/pluginmanager/plugin_manager.go loopSleepDuration): a failed
 // registration is retried at its next pass.
 const registrationRetryPeriod = time.Second
+
+// csiNodeInitPollPeriod is how often register looks whether the CSI
+// plugin's CSINode initialisation (first attempt after 30 ms) is done.
+const csiNodeInitPollPeriod = 20 * time.Millisecond
 
 // Config describes one node's volume manager.
 type Config struct {
@@ -158,10 +163,11 @@ func (m *Manager) Pods() *PodSet { return m.pods }
 
 // Start builds the volume manager as kubelet.NewMainKubelet does (the
 // volume plugin manager with the CSI plugin, then NewVolumeManager with
-// controller attach/detach enabled), runs it (volumeManager.Run), and
-// registers the CSI driver through csi.PluginHandler as the plugin manager
-// does for a node-driver-registrar socket (ValidatePlugin, RegisterPlugin),
-// retrying every second until it succeeds or ctx ends. The node must be
+// controller attach/detach enabled), runs it (volumeManager.Run), and, once
+// the CSI plugin has initialised the node's CSINode, registers the CSI
+// driver through csi.PluginHandler as the plugin manager does for a
+// node-driver-registrar socket (ValidatePlugin, RegisterPlugin), retrying
+// every second until it succeeds or ctx ends. The node must be
 // registered already: the CSI plugin's Init starts initialising its CSINode,
 // owned by the Node, and exits the process if that fails for ~140 s
 // (csi_plugin.go initializeCSINode).
@@ -211,14 +217,29 @@ func (m *Manager) Start(ctx context.Context, recorder record.EventRecorder) erro
 	ready := config.NewSourcesReady(func(sets.Set[string]) bool { return c.SourcesReady() })
 	go vm.Run(ctx, ready)
 
-	return m.register(ctx)
+	return m.register(ctx, h)
 }
 
 // register does what the plugin manager's GenerateRegisterPluginFunc does
 // with the handler once node-driver-registrar answered GetInfo.
-func (m *Manager) register(ctx context.Context) error {
+func (m *Manager) register(ctx context.Context, h *host) error {
 	c := m.cfg
 	log := klog.FromContext(ctx).WithValues("node", c.NodeName, "driver", c.DriverName)
+	// Register only once the CSI plugin has initialised the node's CSINode
+	// (initializeCSINode clears the kubelet error). The real kubelet gets
+	// this order for free: its plugin manager starts with the runtime and
+	// the registrar's socket appears only once the driver's pod runs, long
+	// after the first 30 ms attempt. Registering earlier races it: the
+	// registration creates a CSINode owned by an empty node UID (nim's
+	// nodeID is set by the initialiser), which the initialiser then deletes
+	// as owned by another node (nodeinfomanager ensureNodeOwnsCSINode) and
+	// recreates without the driver.
+	err := wait.PollUntilContextCancel(ctx, csiNodeInitPollPeriod, true, func(context.Context) (bool, error) {
+		return h.kubeletError() == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("volumes: node %s: register CSI driver %s: CSINode not initialised: %w (last error: %v)", c.NodeName, c.DriverName, err, h.kubeletError())
+	}
 	for {
 		err := csi.PluginHandler.ValidatePlugin(ctx, c.DriverName, c.Endpoint, CSIVersions)
 		if err == nil {

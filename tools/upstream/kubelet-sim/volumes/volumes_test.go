@@ -9,6 +9,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -16,8 +17,10 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes/fake"
+	k8stesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/utils/ptr"
 )
@@ -160,8 +163,18 @@ type fixture struct {
 // MarkVolumesAsReportedInUse, at a faster pace than the kubelet's 10 s).
 func start(t *testing.T, driver string, listed, attached bool) *fixture {
 	t.Helper()
+	return startWith(t, driver, listed, attached, nil)
+}
+
+// startWith is start with a hook that may add reactors to the fake API
+// server before the manager starts.
+func startWith(t *testing.T, driver string, listed, attached bool, prepare func(*fake.Clientset)) *fixture {
+	t.Helper()
 	_, pod, objs := cluster(driver, listed, attached)
 	client := newFakeClient(t, objs)
+	if prepare != nil {
+		prepare(client)
+	}
 	csiSrv, sock := startFakeNodeServer(t, "id-"+testNode)
 	root := t.TempDir()
 	m, err := New(Config{NodeName: testNode, Client: client, DriverName: driver, Endpoint: sock, RootDir: root})
@@ -436,9 +449,21 @@ func TestUnmountPodVolumes(t *testing.T) {
 
 // TestRegistration: Start registers the driver as the kubelet's plugin
 // manager would, and the CSI plugin records the node ID where the
-// external-attacher reads it (CSINode, node annotation).
+// external-attacher reads it (CSINode, node annotation) by the time Start
+// returns. The API server answers the CSI plugin's first CSINode read
+// slowly, as a loaded one does: registering before the plugin's CSINode
+// initialisation finishes would leave a CSINode owned by no node, which
+// the initialisation deletes and recreates without the driver.
 func TestRegistration(t *testing.T) {
-	f := start(t, "reg.csi.strandlab.io", true, true)
+	var slowed atomic.Bool
+	f := startWith(t, "reg.csi.strandlab.io", true, true, func(c *fake.Clientset) {
+		c.PrependReactor("get", "csinodes", func(k8stesting.Action) (bool, runtime.Object, error) {
+			if slowed.CompareAndSwap(false, true) {
+				time.Sleep(300 * time.Millisecond) // latency injected into the fake API server, not a wait
+			}
+			return false, nil, nil
+		})
+	})
 	if n := len(f.csi.Calls("NodeGetInfo")); n == 0 {
 		t.Error("NodeGetInfo not called")
 	}
