@@ -64,7 +64,18 @@ const (
 	DeleteToRunning = "delete → Running"
 	DeleteToDetach  = "delete → detach"
 	ListedToDetach  = "listed → detach"
+	// The stages of delete → Running and what decides whether a cycle
+	// detaches: the old pod's end and the StatefulSet controller's
+	// re-create (delete → replacement), the kubelet dropping the volume
+	// from volumesInUse (delete → released), and the new node's attach,
+	// mount and start (bound → Running).
+	DeleteToReplacement = "delete → replacement"
+	DeleteToReleased    = "delete → released"
+	BoundToRunning      = "bound → Running"
 )
+
+// Measures is every timing a table compares, in its order.
+var Measures = []string{DeleteToRunning, DeleteToReplacement, BoundToRunning, DeleteToReleased, DeleteToDetach, ListedToDetach}
 
 // Side is one provider's count of a class.
 type Side struct {
@@ -202,6 +213,16 @@ func Compare(providers [2]string, runs []Run) (*Table, error) {
 				ms := func(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 				if c.Outcome == cycle.Running && c.DeleteToRunning > 0 {
 					t.timings[DeleteToRunning] = append(t.timings[DeleteToRunning], ms(c.DeleteToRunning))
+					if !c.ReplacementBoundAt.IsZero() {
+						runningAt := c.DeletedAt.Add(c.DeleteToRunning)
+						t.timings[BoundToRunning] = append(t.timings[BoundToRunning], ms(runningAt.Sub(c.ReplacementBoundAt)))
+					}
+				}
+				if !c.ReplacementSeenAt.IsZero() && !c.DeletedAt.IsZero() {
+					t.timings[DeleteToReplacement] = append(t.timings[DeleteToReplacement], ms(c.ReplacementSeenAt.Sub(c.DeletedAt)))
+				}
+				if c.DeleteToReleased > 0 {
+					t.timings[DeleteToReleased] = append(t.timings[DeleteToReleased], ms(c.DeleteToReleased))
 				}
 				if c.DeleteToDetach > 0 {
 					t.timings[DeleteToDetach] = append(t.timings[DeleteToDetach], ms(c.DeleteToDetach))
@@ -237,7 +258,7 @@ func Compare(providers [2]string, runs []Run) (*Table, error) {
 			}
 			t.Rates = append(t.Rates, row)
 		}
-		for _, m := range []string{DeleteToRunning, DeleteToDetach, ListedToDetach} {
+		for _, m := range Measures {
 			t.Timings = append(t.Timings, timingRow(k, m, ts[0].timings[m], ts[1].timings[m]))
 		}
 	}

@@ -167,6 +167,48 @@ func TestTimingsAgreeOnMediansAndDistance(t *testing.T) {
 	}
 }
 
+// TestStagesSplitDeleteToRunning: delete → replacement and bound → Running
+// come from the cycle's anchors, delete → released from its own field;
+// a cycle that lacks an anchor gives no sample of that stage.
+func TestStagesSplitDeleteToRunning(t *testing.T) {
+	ms := time.Millisecond
+	t0 := time.Date(2026, 12, 5, 6, 0, 0, 0, time.UTC)
+	tests := []struct {
+		name string
+		c    cycle.Cycle
+		want map[string]float64 // measure → the one sample; absent: none
+	}{
+		{"every anchor",
+			cycle.Cycle{Outcome: cycle.Running, DeletedAt: t0, DeleteToRunning: 9000 * ms, ReplacementSeenAt: t0.Add(2500 * ms),
+				ReplacementBoundAt: t0.Add(2600 * ms), DeleteToReleased: 3100 * ms},
+			map[string]float64{DeleteToRunning: 9000, DeleteToReplacement: 2500, BoundToRunning: 6400, DeleteToReleased: 3100}},
+		{"never released: the replacement came back first",
+			cycle.Cycle{Outcome: cycle.Running, DeletedAt: t0, DeleteToRunning: 4000 * ms, ReplacementSeenAt: t0.Add(1500 * ms), ReplacementBoundAt: t0.Add(1600 * ms)},
+			map[string]float64{DeleteToRunning: 4000, DeleteToReplacement: 1500, BoundToRunning: 2400}},
+		{"timed out unbound: only the replacement's creation",
+			cycle.Cycle{Outcome: cycle.TimedOut, DeletedAt: t0, ReplacementSeenAt: t0.Add(1500 * ms)},
+			map[string]float64{DeleteToReplacement: 1500}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			log := []cycle.Cycle{tc.c}
+			tab, err := Compare(providers, []Run{run("local", 1, build("stock", log, 0, 0)), run("kind", 1, build("stock", log, 0, 0))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range tab.Timings {
+				want, ok := tc.want[r.Measure]
+				switch {
+				case !ok && r.Sides[0].N != 0:
+					t.Errorf("%s: %d samples, want none", r.Measure, r.Sides[0].N)
+				case ok && (r.Sides[0].N != 1 || r.Sides[0].P50MS != want):
+					t.Errorf("%s: %+v, want one sample of %.0f ms", r.Measure, r.Sides[0], want)
+				}
+			}
+		})
+	}
+}
+
 func TestCompareRefusesWhatItCannotCompare(t *testing.T) {
 	stock := build("stock", cycles(3, 0, nil), 0, 0)
 	tests := []struct {

@@ -50,6 +50,12 @@ type Cycle struct {
 	// request: the window a stale node informer opens (docs/kind.md,
 	// "Calibration"). 0 when unknown.
 	ListedToDetach time.Duration `json:"listed_to_detach_ns,omitempty"`
+	// DeleteToReleased: from the delete request to the old node's kubelet
+	// dropping the pod's volume from status.volumesInUse (it unmounted
+	// it), as the harness's watches saw it; 0 when it stayed in use
+	// within the cycle. The controller detaches only after it, so this
+	// against ReplacementBoundAt says why a cycle did or did not detach.
+	DeleteToReleased time.Duration `json:"delete_to_released_ns,omitempty"`
 	Error          string        `json:"error,omitempty"`
 	// DeferredBy is how many later entries of the plan were deleted before
 	// this cycle began: its pod was busy (a cycle in flight on it, or not

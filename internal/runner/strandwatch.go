@@ -230,11 +230,12 @@ func (w *strandWatch) Explain(ctx context.Context, c cycle.Cycle) []timeline.Ent
 		From: c.DeletedAt.Add(-2 * time.Second), To: time.Now()})
 }
 
-// Annotate adds a finished cycle's detach timings: when the controller
-// requested the detach of the deleted pod's volume (its first claim's) from
-// the old node, from the transitions the watches recorded, as seen within
-// the cycle (timeline.DetachTimings). A volume whose claim or PV is gone
-// or not CSI is left unmeasured.
+// Annotate adds a finished cycle's detach timings: when the old node's
+// kubelet released the deleted pod's volume (its first claim's) and when
+// the controller requested its detach from the old node, from the
+// transitions the watches recorded, as seen within the cycle
+// (timeline.ReleaseTiming, timeline.DetachTimings). A volume whose claim
+// or PV is gone or not CSI is left unmeasured.
 func (w *strandWatch) Annotate(c *cycle.Cycle, old *corev1.Pod) {
 	claim := ""
 	for _, v := range old.Spec.Volumes {
@@ -258,11 +259,15 @@ func (w *strandWatch) Annotate(c *cycle.Cycle, old *corev1.Pod) {
 	// The volume's listing came before the delete, by up to the pod's
 	// life: look back as far as the transitions keep.
 	entries := w.changes.since(c.DeletedAt.Add(-w.changes.retention))
-	if t, ok := timeline.DetachTimings(entries, c.OldNode, pv.Name, volume, c.DeletedAt, time.Now()); ok {
+	now := time.Now()
+	if t, ok := timeline.DetachTimings(entries, c.OldNode, pv.Name, volume, c.DeletedAt, now); ok {
 		c.DeleteToDetach = t.DeleteToDetach
 		if t.Listed {
 			c.ListedToDetach = t.ListedToDetach
 		}
+	}
+	if d, ok := timeline.ReleaseTiming(entries, c.OldNode, volume, c.DeletedAt, now); ok {
+		c.DeleteToReleased = d
 	}
 }
 

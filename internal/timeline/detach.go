@@ -50,3 +50,26 @@ func DetachTimings(entries []Entry, node, pv, volume string, deletedAt, end time
 	}
 	return t, true
 }
+
+// ReleaseTiming finds, in entries (any order), the first time the kubelet
+// of node stopped reporting volume (its unique name) in use at or after
+// deletedAt and not after end, and returns how long after deletedAt that
+// was. The controller detaches only after it (or after its six-minute
+// safety timeout), so this interval against the replacement's return
+// decides whether a cycle detaches at all. ok is false when the volume
+// stayed in use through the cycle.
+func ReleaseTiming(entries []Entry, node, volume string, deletedAt, end time.Time) (time.Duration, bool) {
+	var released time.Time
+	for _, e := range entries {
+		if e.Change != VolumeReleased || e.Node != node || e.Volume != volume || e.Time.Before(deletedAt) || e.Time.After(end) {
+			continue
+		}
+		if released.IsZero() || e.Time.Before(released) {
+			released = e.Time
+		}
+	}
+	if released.IsZero() {
+		return 0, false
+	}
+	return released.Sub(deletedAt), true
+}

@@ -50,3 +50,32 @@ func TestDetachTimings(t *testing.T) {
 		})
 	}
 }
+
+func TestReleaseTiming(t *testing.T) {
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	released := func(ms int, node, volume string) Entry {
+		return Entry{Time: at(ms), Source: API, Node: node, Volume: volume, Change: VolumeReleased}
+	}
+	const deleted, end = 10000, 30000
+	tests := []struct {
+		name    string
+		entries []Entry
+		want    time.Duration
+		ok      bool
+	}{
+		{"released after the delete", []Entry{released(13500, "n1", "v1")}, 3500 * time.Millisecond, true},
+		{"the first release in the cycle, in any order", []Entry{released(19000, "n1", "v1"), released(12000, "n1", "v1")}, 2000 * time.Millisecond, true},
+		{"a release before the delete is an earlier cycle's", []Entry{released(9000, "n1", "v1")}, 0, false},
+		{"a release after the cycle's end is a later cycle's", []Entry{released(31000, "n1", "v1")}, 0, false},
+		{"other nodes, other volumes and other changes do not count",
+			[]Entry{released(12000, "n2", "v1"), released(12000, "n1", "v2"), {Time: at(13000), Node: "n1", Volume: "v1", Change: VolumeListed}}, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ok := ReleaseTiming(tc.entries, "n1", "v1", at(deleted), at(end))
+			if ok != tc.ok || got != tc.want {
+				t.Errorf("got %v, %v; want %v, %v", got, ok, tc.want, tc.ok)
+			}
+		})
+	}
+}

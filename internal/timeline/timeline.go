@@ -49,6 +49,10 @@ const (
 	// DetachRequested: a VolumeAttachment's deletion timestamp set (the
 	// controller's detach).
 	DetachRequested Change = "detach-requested"
+	// VolumeReleased: a volume removed from a node's status.volumesInUse
+	// (the kubelet's report that it unmounted it, which the controller
+	// waits for before it detaches).
+	VolumeReleased Change = "volume-released"
 )
 
 // Focus is one stranding: its subjects and the time window to show.

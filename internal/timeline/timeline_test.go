@@ -44,7 +44,7 @@ func TestNodeChanges(t *testing.T) {
 		{"removed from volumesAttached", node([]string{"v1", "v2"}, nil), node([]string{"v2"}, nil), "node node-1 status.volumesAttached - v1 (now 1)", []Change{""}},
 		{"added to volumesAttached", nil, node([]string{"v1"}, nil), "node node-1 status.volumesAttached + v1 (now 1)", []Change{VolumeListed}},
 		{"added to volumesInUse", node(nil, nil), node(nil, []string{"v1"}), "node node-1 status.volumesInUse + v1 (now 1)", []Change{""}},
-		{"both lists", node([]string{"v1"}, []string{"v1"}), node(nil, nil), "node node-1 status.volumesAttached - v1 (now 0); node node-1 status.volumesInUse - v1 (now 0)", []Change{"", ""}},
+		{"both lists", node([]string{"v1"}, []string{"v1"}), node(nil, nil), "node node-1 status.volumesAttached - v1 (now 0); node node-1 status.volumesInUse - v1 (now 0)", []Change{"", VolumeReleased}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -31,7 +31,11 @@ func NodeChanges(t time.Time, old, cur *corev1.Node) []Entry {
 		}
 		for _, v := range before {
 			if !slices.Contains(after, v) {
-				out = append(out, Entry{Time: t, Source: API, Node: cur.Name, Volume: v,
+				var change Change
+				if field == "volumesInUse" {
+					change = VolumeReleased
+				}
+				out = append(out, Entry{Time: t, Source: API, Node: cur.Name, Volume: v, Change: change,
 					Event: fmt.Sprintf("node %s status.%s - %s (now %d)", cur.Name, field, v, len(after))})
 			}
 		}
