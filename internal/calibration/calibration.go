@@ -72,10 +72,15 @@ const (
 	DeleteToReplacement = "delete → replacement"
 	DeleteToReleased    = "delete → released"
 	BoundToRunning      = "bound → Running"
+	// The old pod's end, within delete → replacement: its terminal phase
+	// (containers stopped, status written) and its removal (the
+	// kubelet's final delete, after the volumes' teardown).
+	DeleteToTerminal = "delete → old pod terminal"
+	DeleteToGone     = "delete → old pod gone"
 )
 
 // Measures is every timing a table compares, in its order.
-var Measures = []string{DeleteToRunning, DeleteToReplacement, BoundToRunning, DeleteToReleased, DeleteToDetach, ListedToDetach}
+var Measures = []string{DeleteToRunning, DeleteToReplacement, DeleteToTerminal, DeleteToGone, BoundToRunning, DeleteToReleased, DeleteToDetach, ListedToDetach}
 
 // Side is one provider's count of a class.
 type Side struct {
@@ -220,6 +225,12 @@ func Compare(providers [2]string, runs []Run) (*Table, error) {
 				}
 				if !c.ReplacementSeenAt.IsZero() && !c.DeletedAt.IsZero() {
 					t.timings[DeleteToReplacement] = append(t.timings[DeleteToReplacement], ms(c.ReplacementSeenAt.Sub(c.DeletedAt)))
+				}
+				if c.DeleteToTerminal > 0 {
+					t.timings[DeleteToTerminal] = append(t.timings[DeleteToTerminal], ms(c.DeleteToTerminal))
+				}
+				if c.DeleteToGone > 0 {
+					t.timings[DeleteToGone] = append(t.timings[DeleteToGone], ms(c.DeleteToGone))
 				}
 				if c.DeleteToReleased > 0 {
 					t.timings[DeleteToReleased] = append(t.timings[DeleteToReleased], ms(c.DeleteToReleased))

@@ -180,8 +180,8 @@ func TestStagesSplitDeleteToRunning(t *testing.T) {
 	}{
 		{"every anchor",
 			cycle.Cycle{Outcome: cycle.Running, DeletedAt: t0, DeleteToRunning: 9000 * ms, ReplacementSeenAt: t0.Add(2500 * ms),
-				ReplacementBoundAt: t0.Add(2600 * ms), DeleteToReleased: 3100 * ms},
-			map[string]float64{DeleteToRunning: 9000, DeleteToReplacement: 2500, BoundToRunning: 6400, DeleteToReleased: 3100}},
+				ReplacementBoundAt: t0.Add(2600 * ms), DeleteToReleased: 3100 * ms, DeleteToTerminal: 900 * ms, DeleteToGone: 2300 * ms},
+			map[string]float64{DeleteToRunning: 9000, DeleteToReplacement: 2500, BoundToRunning: 6400, DeleteToReleased: 3100, DeleteToTerminal: 900, DeleteToGone: 2300}},
 		{"never released: the replacement came back first",
 			cycle.Cycle{Outcome: cycle.Running, DeletedAt: t0, DeleteToRunning: 4000 * ms, ReplacementSeenAt: t0.Add(1500 * ms), ReplacementBoundAt: t0.Add(1600 * ms)},
 			map[string]float64{DeleteToRunning: 4000, DeleteToReplacement: 1500, BoundToRunning: 2400}},

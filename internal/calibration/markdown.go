@@ -32,6 +32,7 @@ func Markdown(t *Table, command string) string {
 	}
 	w.WriteString("\n## Timings\n\nMilliseconds, p50 / p90 (samples), from the harness's watches: the pod's delete to the replacement Running, " +
 		"split into the delete to the replacement's creation (the old pod's end, the StatefulSet controller) and the replacement's binding to it Running (attach, mount, start); " +
+		"the old pod's end as the delete to its terminal phase (containers stopped, status written) and to its removal (the kubelet's final delete, after the volumes' teardown); " +
 		"the delete to the old node's kubelet dropping the volume from status.volumesInUse (released: the controller detaches only after it) " +
 		"and to the detach request of the volume on the old node; and from the volume's last listing in the node's status.volumesAttached (the add patch) to that detach.\n\n")
 	fmt.Fprintf(&w, "| profile | build | timing | %s | %s | median %s − %s | KS distance | KS p | verdict |\n|---|---|---|---|---|---:|---:|---:|---|\n", a, b, a, b)

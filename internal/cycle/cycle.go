@@ -56,7 +56,14 @@ type Cycle struct {
 	// within the cycle. The controller detaches only after it, so this
 	// against ReplacementBoundAt says why a cycle did or did not detach.
 	DeleteToReleased time.Duration `json:"delete_to_released_ns,omitempty"`
-	Error          string        `json:"error,omitempty"`
+	// DeleteToTerminal and DeleteToGone: from the delete request to the
+	// old pod's terminal phase (its node's kubelet stopped the containers
+	// and wrote the status) and to its removal from the API server (the
+	// kubelet's final delete, after the volumes' teardown), as the
+	// harness's watches saw them; 0 when not seen within the cycle.
+	DeleteToTerminal time.Duration `json:"delete_to_terminal_ns,omitempty"`
+	DeleteToGone     time.Duration `json:"delete_to_gone_ns,omitempty"`
+	Error            string        `json:"error,omitempty"`
 	// DeferredBy is how many later entries of the plan were deleted before
 	// this cycle began: its pod was busy (a cycle in flight on it, or not
 	// ready) when their turn came (docs/design.md, "Dispatch").

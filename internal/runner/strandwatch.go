@@ -230,13 +230,16 @@ func (w *strandWatch) Explain(ctx context.Context, c cycle.Cycle) []timeline.Ent
 		From: c.DeletedAt.Add(-2 * time.Second), To: time.Now()})
 }
 
-// Annotate adds a finished cycle's detach timings: when the old node's
-// kubelet released the deleted pod's volume (its first claim's) and when
-// the controller requested its detach from the old node, from the
-// transitions the watches recorded, as seen within the cycle
-// (timeline.ReleaseTiming, timeline.DetachTimings). A volume whose claim
-// or PV is gone or not CSI is left unmeasured.
+// Annotate adds a finished cycle's timings from the transitions the
+// watches recorded, as seen within the cycle: how the deleted pod ended
+// (timeline.PodEndTimings), when the old node's kubelet released its
+// volume (its first claim's) and when the controller requested its detach
+// from the old node (timeline.ReleaseTiming, timeline.DetachTimings). A
+// volume whose claim or PV is gone or not CSI is left unmeasured.
 func (w *strandWatch) Annotate(c *cycle.Cycle, old *corev1.Pod) {
+	now := time.Now()
+	end := timeline.PodEndTimings(w.changes.since(c.DeletedAt), old.Namespace+"/"+old.Name, c.DeletedAt, now)
+	c.DeleteToTerminal, c.DeleteToGone = end.ToTerminal, end.ToGone
 	claim := ""
 	for _, v := range old.Spec.Volumes {
 		if v.PersistentVolumeClaim != nil {
@@ -259,7 +262,6 @@ func (w *strandWatch) Annotate(c *cycle.Cycle, old *corev1.Pod) {
 	// The volume's listing came before the delete, by up to the pod's
 	// life: look back as far as the transitions keep.
 	entries := w.changes.since(c.DeletedAt.Add(-w.changes.retention))
-	now := time.Now()
 	if t, ok := timeline.DetachTimings(entries, c.OldNode, pv.Name, volume, c.DeletedAt, now); ok {
 		c.DeleteToDetach = t.DeleteToDetach
 		if t.Listed {

@@ -59,17 +59,47 @@ func DetachTimings(entries []Entry, node, pv, volume string, deletedAt, end time
 // decides whether a cycle detaches at all. ok is false when the volume
 // stayed in use through the cycle.
 func ReleaseTiming(entries []Entry, node, volume string, deletedAt, end time.Time) (time.Duration, bool) {
-	var released time.Time
+	return firstAfter(entries, deletedAt, end, func(e Entry) bool {
+		return e.Change == VolumeReleased && e.Node == node && e.Volume == volume
+	})
+}
+
+// PodEnd is how a deleted pod ended, measured from its delete request.
+type PodEnd struct {
+	// ToTerminal: to its terminal phase (the kubelet stopped its
+	// containers and wrote the status); 0 when not seen.
+	ToTerminal time.Duration
+	// ToGone: to its removal from the API server (the kubelet's final
+	// delete, after the volumes' teardown); 0 when not seen.
+	ToGone time.Duration
+}
+
+// PodEndTimings finds, in entries (any order), the first terminal phase and
+// the first removal of pod (namespace/name) at or after deletedAt and not
+// after end. A StatefulSet re-creates the pod under its name only after
+// the old one is gone, and a replacement does not end within its own
+// cycle, so both are the deleted pod's.
+func PodEndTimings(entries []Entry, pod string, deletedAt, end time.Time) PodEnd {
+	var out PodEnd
+	out.ToTerminal, _ = firstAfter(entries, deletedAt, end, func(e Entry) bool { return e.Change == PodTerminal && e.Pod == pod })
+	out.ToGone, _ = firstAfter(entries, deletedAt, end, func(e Entry) bool { return e.Change == PodGone && e.Pod == pod })
+	return out
+}
+
+// firstAfter is how long after from the earliest entry that match accepts
+// within [from, end] came; ok is false when there is none.
+func firstAfter(entries []Entry, from, end time.Time, match func(Entry) bool) (time.Duration, bool) {
+	var first time.Time
 	for _, e := range entries {
-		if e.Change != VolumeReleased || e.Node != node || e.Volume != volume || e.Time.Before(deletedAt) || e.Time.After(end) {
+		if e.Time.Before(from) || e.Time.After(end) || !match(e) {
 			continue
 		}
-		if released.IsZero() || e.Time.Before(released) {
-			released = e.Time
+		if first.IsZero() || e.Time.Before(first) {
+			first = e.Time
 		}
 	}
-	if released.IsZero() {
+	if first.IsZero() {
 		return 0, false
 	}
-	return released.Sub(deletedAt), true
+	return first.Sub(from), true
 }

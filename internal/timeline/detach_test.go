@@ -79,3 +79,31 @@ func TestReleaseTiming(t *testing.T) {
 		})
 	}
 }
+
+func TestPodEndTimings(t *testing.T) {
+	at := func(ms int) time.Time { return t0.Add(time.Duration(ms) * time.Millisecond) }
+	pod := func(ms int, key string, change Change) Entry {
+		return Entry{Time: at(ms), Source: API, Pod: key, Change: change}
+	}
+	const deleted, end = 10000, 30000
+	tests := []struct {
+		name    string
+		entries []Entry
+		want    PodEnd
+	}{
+		{"terminal, then gone", []Entry{pod(11200, "ns/web-0", PodTerminal), pod(13900, "ns/web-0", PodGone)},
+			PodEnd{ToTerminal: 1200 * time.Millisecond, ToGone: 3900 * time.Millisecond}},
+		{"in any order; the first of each", []Entry{pod(16000, "ns/web-0", PodGone), pod(13900, "ns/web-0", PodGone), pod(11200, "ns/web-0", PodTerminal)},
+			PodEnd{ToTerminal: 1200 * time.Millisecond, ToGone: 3900 * time.Millisecond}},
+		{"force-deleted: gone without a terminal phase", []Entry{pod(10500, "ns/web-0", PodGone)}, PodEnd{ToGone: 500 * time.Millisecond}},
+		{"an earlier cycle's and a later one's do not count", []Entry{pod(9000, "ns/web-0", PodTerminal), pod(9500, "ns/web-0", PodGone), pod(31000, "ns/web-0", PodGone)}, PodEnd{}},
+		{"other pods and other changes do not count", []Entry{pod(11000, "ns/web-1", PodTerminal), pod(12000, "ns/web-1", PodGone), pod(12500, "ns/web-0", "")}, PodEnd{}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := PodEndTimings(tc.entries, "ns/web-0", at(deleted), at(end)); got != tc.want {
+				t.Errorf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}

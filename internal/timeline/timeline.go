@@ -53,6 +53,12 @@ const (
 	// (the kubelet's report that it unmounted it, which the controller
 	// waits for before it detaches).
 	VolumeReleased Change = "volume-released"
+	// PodTerminal: a pod's phase became Succeeded or Failed (the kubelet's
+	// terminal status, written once its containers stopped).
+	PodTerminal Change = "pod-terminal"
+	// PodGone: a pod deleted from the API server (the kubelet's final
+	// delete, once its volumes were torn down).
+	PodGone Change = "pod-gone"
 )
 
 // Focus is one stranding: its subjects and the time window to show.

@@ -1,6 +1,7 @@
 package timeline
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -127,21 +128,36 @@ func TestPodChanges(t *testing.T) {
 	running.Status.Phase = corev1.PodRunning
 	terminating := running.DeepCopy()
 	terminating.DeletionTimestamp = &metav1.Time{Time: t0}
+	succeeded := terminating.DeepCopy()
+	succeeded.Status.Phase = corev1.PodSucceeded
+	failed := terminating.DeepCopy()
+	failed.Status.Phase = corev1.PodFailed
 	tests := []struct {
 		name     string
 		old, cur *corev1.Pod
 		want     string
+		changes  []Change
 	}{
-		{"created", nil, pending, "pod ns/web-0 (uid 01234567) created; pod ns/web-0 (uid 01234567) phase Pending"},
-		{"scheduled", pending, scheduled, "pod ns/web-0 (uid 01234567) scheduled to node-1"},
-		{"running", scheduled, running, "pod ns/web-0 (uid 01234567) phase Running"},
-		{"terminating", running, terminating, "pod ns/web-0 (uid 01234567) terminating"},
-		{"deleted", terminating, nil, "pod ns/web-0 (uid 01234567) deleted"},
+		{"created", nil, pending, "pod ns/web-0 (uid 01234567) created; pod ns/web-0 (uid 01234567) phase Pending", []Change{"", ""}},
+		{"scheduled", pending, scheduled, "pod ns/web-0 (uid 01234567) scheduled to node-1", []Change{""}},
+		{"running", scheduled, running, "pod ns/web-0 (uid 01234567) phase Running", []Change{""}},
+		{"terminating", running, terminating, "pod ns/web-0 (uid 01234567) terminating", []Change{""}},
+		{"succeeded", terminating, succeeded, "pod ns/web-0 (uid 01234567) phase Succeeded", []Change{PodTerminal}},
+		{"failed", terminating, failed, "pod ns/web-0 (uid 01234567) phase Failed", []Change{PodTerminal}},
+		{"deleted", succeeded, nil, "pod ns/web-0 (uid 01234567) deleted", []Change{PodGone}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := events(PodChanges(t0, tc.old, tc.cur)); got != tc.want {
+			es := PodChanges(t0, tc.old, tc.cur)
+			if got := events(es); got != tc.want {
 				t.Errorf("got %q, want %q", got, tc.want)
+			}
+			var changes []Change
+			for _, e := range es {
+				changes = append(changes, e.Change)
+			}
+			if !slices.Equal(changes, tc.changes) {
+				t.Errorf("changes %q, want %q", changes, tc.changes)
 			}
 		})
 	}

@@ -116,7 +116,9 @@ func PodChanges(t time.Time, old, cur *corev1.Pod) []Entry {
 		return Entry{Time: t, Source: API, Pod: key, Event: fmt.Sprintf("pod %s (uid %.8s) %s", key, obj.UID, what)}
 	}
 	if cur == nil {
-		return []Entry{entry("deleted")}
+		e := entry("deleted")
+		e.Change = PodGone
+		return []Entry{e}
 	}
 	var out []Entry
 	if old == nil {
@@ -127,7 +129,11 @@ func PodChanges(t time.Time, old, cur *corev1.Pod) []Entry {
 		out = append(out, entry("scheduled to "+cur.Spec.NodeName))
 	}
 	if old.Status.Phase != cur.Status.Phase && cur.Status.Phase != "" {
-		out = append(out, entry("phase "+string(cur.Status.Phase)))
+		e := entry("phase " + string(cur.Status.Phase))
+		if cur.Status.Phase == corev1.PodSucceeded || cur.Status.Phase == corev1.PodFailed {
+			e.Change = PodTerminal
+		}
+		out = append(out, e)
 	}
 	if old.DeletionTimestamp == nil && cur.DeletionTimestamp != nil {
 		out = append(out, entry("terminating"))
