@@ -36,6 +36,25 @@ const (
 	ContainerStatus  = "container_status"
 )
 
+// The PLEG's periodic relist, read as two more operations: how long a
+// relist takes, and the time from one relist's start to the next's (the
+// period counts from the end of a relist, and on-demand relists queue in
+// the same loop, so under load the interval grows past the period). A
+// terminating pod's syncs each wait for a relist begun after the previous
+// one ended (podCache.GetNewerThan).
+const (
+	PLEGRelist         = "pleg_relist"
+	PLEGRelistInterval = "pleg_relist_interval"
+)
+
+// PLEGMetrics are the kubelet's relist histograms (pkg/kubelet/metrics
+// PLEGRelistDuration, PLEGRelistInterval), by the operation they are read
+// as.
+var PLEGMetrics = map[string]string{
+	"kubelet_pleg_relist_duration_seconds": PLEGRelist,
+	"kubelet_pleg_relist_interval_seconds": PLEGRelistInterval,
+}
+
 // PodOperations are the operations kubelet-sim draws: a pod's start and
 // stop, and reading it back.
 var PodOperations = []string{RunPodSandbox, CreateContainer, StartContainer, StopContainer, StopPodSandbox,
@@ -166,7 +185,8 @@ type Timings struct {
 }
 
 // NewTimings keeps the pod operations of ops, each of which must have been
-// seen at least once.
+// seen at least once, and the PLEG's relists where they were (kubelet-sim
+// keeps its fixed relist period without them).
 func NewTimings(source string, ops Ops) (Timings, error) {
 	t := Timings{Source: source, Operations: Ops{}}
 	for _, op := range PodOperations {
@@ -175,6 +195,11 @@ func NewTimings(source string, ops Ops) (Timings, error) {
 			return Timings{}, fmt.Errorf("no %s operation measured: kubelet-sim needs every one of %v", op, PodOperations)
 		}
 		t.Operations[op] = h
+	}
+	for _, op := range PLEGMetrics {
+		if h, ok := ops[op]; ok && h.Total() > 0 {
+			t.Operations[op] = h
+		}
 	}
 	return t, nil
 }

@@ -2,6 +2,7 @@ package runtimeops
 
 import (
 	"encoding/json"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -70,6 +71,22 @@ func TestNewTimingsNeedsEveryPodOperation(t *testing.T) {
 	}
 	if _, err := NewTimings("here", ops); err != nil {
 		t.Fatal(err)
+	}
+	// The relists are kept where measured, left out where not.
+	ops[PLEGRelist] = h
+	ops[PLEGRelistInterval] = Histogram{Bounds: []float64{1}, Counts: []uint64{0, 0}}
+	ops["get_container_events"] = h
+	tm, err := NewTimings("here", ops)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := tm.Operations[PLEGRelist]; !ok {
+		t.Errorf("operations %v: the measured relist left out", slices.Sorted(maps.Keys(tm.Operations)))
+	}
+	for _, op := range []string{PLEGRelistInterval, "get_container_events"} {
+		if _, ok := tm.Operations[op]; ok {
+			t.Errorf("operations %v: %s kept", slices.Sorted(maps.Keys(tm.Operations)), op)
+		}
 	}
 	delete(ops, StopPodSandbox)
 	if _, err := NewTimings("here", ops); err == nil || !strings.Contains(err.Error(), StopPodSandbox) {

@@ -102,12 +102,20 @@ func poolTimings(reports []*report.Report) (runtimeops.Timings, error) {
 		providers = appendNew(providers, r.Provider)
 		versions = appendNew(versions, r.KubernetesVersion)
 	}
-	counts := make([]string, 0, len(runtimeops.PodOperations))
+	counts := make([]string, 0, len(runtimeops.PodOperations)+2)
 	for _, op := range runtimeops.PodOperations {
 		counts = append(counts, fmt.Sprintf("%s %d", op, total[op].Total()))
 	}
-	source := fmt.Sprintf("%s kubelets %s (kubelet_runtime_operations_duration_seconds during the churn of runs %s; %s)",
-		strings.Join(providers, ", "), strings.Join(versions, ", "), strings.Join(runs, ", "), strings.Join(counts, ", "))
+	relists := ""
+	if total[runtimeops.PLEGRelist].Total() > 0 && total[runtimeops.PLEGRelistInterval].Total() > 0 {
+		// kubelet-sim draws its PLEG's relists only when both are there.
+		relists = " and kubelet_pleg_relist_{duration,interval}_seconds"
+		for _, op := range []string{runtimeops.PLEGRelist, runtimeops.PLEGRelistInterval} {
+			counts = append(counts, fmt.Sprintf("%s %d", op, total[op].Total()))
+		}
+	}
+	source := fmt.Sprintf("%s kubelets %s (kubelet_runtime_operations_duration_seconds%s during the churn of runs %s; %s)",
+		strings.Join(providers, ", "), strings.Join(versions, ", "), relists, strings.Join(runs, ", "), strings.Join(counts, ", "))
 	return runtimeops.NewTimings(source, total)
 }
 

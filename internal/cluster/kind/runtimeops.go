@@ -7,6 +7,7 @@ import (
 	"io"
 	"math"
 
+	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -16,9 +17,11 @@ import (
 )
 
 // RuntimeOps reads how long each worker's container runtime has taken to
-// start and stop pods so far: the kubelets' own histogram of their CRI
-// calls (runtimeops.Metric), from each kubelet's /metrics through the API
-// server's node proxy, summed over the workers.
+// start and stop pods so far, and how long and how far apart the PLEG's
+// relists have been: the kubelets' own histograms of their CRI calls
+// (runtimeops.Metric) and relists (runtimeops.PLEGMetrics), from each
+// kubelet's /metrics through the API server's node proxy, summed over the
+// workers.
 func (c *Cluster) RuntimeOps(ctx context.Context) (runtimeops.Ops, error) {
 	admin, err := kubernetes.NewForConfig(c.restConfig)
 	if err != nil {
@@ -41,9 +44,11 @@ func (c *Cluster) RuntimeOps(ctx context.Context) (runtimeops.Ops, error) {
 	return total, nil
 }
 
-// parseRuntimeOps reads runtimeops.Metric from a kubelet's /metrics (Prometheus text format). A
-// kubelet that has not called its runtime yet has no such metric: that is
-// an empty Ops, not an error.
+// parseRuntimeOps reads runtimeops.Metric, one histogram per
+// operation_type, and the PLEG's relist histograms
+// (runtimeops.PLEGMetrics) from a kubelet's /metrics (Prometheus text
+// format). A kubelet that has not called its runtime yet has no such
+// metric: that is an empty Ops, not an error.
 func parseRuntimeOps(r io.Reader) (runtimeops.Ops, error) {
 	parser := expfmt.NewTextParser(model.UTF8Validation)
 	families, err := parser.TextToMetricFamilies(r)
@@ -51,43 +56,70 @@ func parseRuntimeOps(r io.Reader) (runtimeops.Ops, error) {
 		return nil, fmt.Errorf("parse the kubelet's metrics: %w", err)
 	}
 	out := runtimeops.Ops{}
-	mf, ok := families[runtimeops.Metric]
-	if !ok {
-		return out, nil
-	}
-	for _, m := range mf.GetMetric() {
-		op := ""
-		for _, l := range m.GetLabel() {
-			if l.GetName() == "operation_type" {
-				op = l.GetValue()
-			}
-		}
-		hist := m.GetHistogram()
-		if op == "" || hist == nil {
-			continue
-		}
-		var h runtimeops.Histogram
-		var below uint64
-		for _, b := range hist.GetBucket() {
-			if math.IsInf(b.GetUpperBound(), 1) {
-				continue
-			}
-			c := b.GetCumulativeCount()
-			if c < below {
-				return nil, fmt.Errorf("%s{operation_type=%q}: cumulative bucket counts decrease", runtimeops.Metric, op)
-			}
-			h.Bounds = append(h.Bounds, b.GetUpperBound())
-			h.Counts = append(h.Counts, c-below)
-			below = c
-		}
-		if total := hist.GetSampleCount(); total >= below {
-			h.Counts = append(h.Counts, total-below)
-		} else {
-			return nil, fmt.Errorf("%s{operation_type=%q}: %d samples but %d in the buckets", runtimeops.Metric, op, total, below)
+	add := func(name, op string, m *dto.Metric) error {
+		h, err := histogramOf(m.GetHistogram())
+		if err != nil {
+			return fmt.Errorf("%s: %w", name, err)
 		}
 		if out, err = runtimeops.Add(out, runtimeops.Ops{op: h}); err != nil {
-			return nil, fmt.Errorf("%s{operation_type=%q}: %w", runtimeops.Metric, op, err)
+			return fmt.Errorf("%s: %w", name, err)
+		}
+		return nil
+	}
+	if mf, ok := families[runtimeops.Metric]; ok {
+		for _, m := range mf.GetMetric() {
+			op := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "operation_type" {
+					op = l.GetValue()
+				}
+			}
+			if op == "" || m.GetHistogram() == nil {
+				continue
+			}
+			if err := add(fmt.Sprintf("%s{operation_type=%q}", runtimeops.Metric, op), op, m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for metric, op := range runtimeops.PLEGMetrics {
+		mf, ok := families[metric]
+		if !ok {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			if m.GetHistogram() == nil {
+				continue
+			}
+			if err := add(metric, op, m); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return out, nil
+}
+
+// histogramOf turns a Prometheus histogram's cumulative buckets into
+// per-bucket counts, the overflow last.
+func histogramOf(hist *dto.Histogram) (runtimeops.Histogram, error) {
+	var h runtimeops.Histogram
+	var below uint64
+	for _, b := range hist.GetBucket() {
+		if math.IsInf(b.GetUpperBound(), 1) {
+			continue
+		}
+		c := b.GetCumulativeCount()
+		if c < below {
+			return h, fmt.Errorf("cumulative bucket counts decrease")
+		}
+		h.Bounds = append(h.Bounds, b.GetUpperBound())
+		h.Counts = append(h.Counts, c-below)
+		below = c
+	}
+	total := hist.GetSampleCount()
+	if total < below {
+		return h, fmt.Errorf("%d samples but %d in the buckets", total, below)
+	}
+	h.Counts = append(h.Counts, total-below)
+	return h, nil
 }

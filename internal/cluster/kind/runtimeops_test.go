@@ -31,6 +31,24 @@ kubelet_runtime_operations_duration_seconds_count{operation_type="stop_container
 kubelet_running_pods 3
 `
 
+// The PLEG's relist histograms as v1.37.2 writes them (the default
+// buckets, a few kept).
+const plegMetrics = `# HELP kubelet_pleg_relist_duration_seconds [ALPHA] Duration in seconds for relisting pods in PLEG.
+# TYPE kubelet_pleg_relist_duration_seconds histogram
+kubelet_pleg_relist_duration_seconds_bucket{le="0.1"} 5
+kubelet_pleg_relist_duration_seconds_bucket{le="1"} 7
+kubelet_pleg_relist_duration_seconds_bucket{le="+Inf"} 8
+kubelet_pleg_relist_duration_seconds_sum 3.2
+kubelet_pleg_relist_duration_seconds_count 8
+# HELP kubelet_pleg_relist_interval_seconds [ALPHA] Interval in seconds between relisting in PLEG.
+# TYPE kubelet_pleg_relist_interval_seconds histogram
+kubelet_pleg_relist_interval_seconds_bucket{le="1"} 0
+kubelet_pleg_relist_interval_seconds_bucket{le="2.5"} 6
+kubelet_pleg_relist_interval_seconds_bucket{le="+Inf"} 7
+kubelet_pleg_relist_interval_seconds_sum 12.5
+kubelet_pleg_relist_interval_seconds_count 7
+`
+
 func TestParseRuntimeOps(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -42,6 +60,13 @@ func TestParseRuntimeOps(t *testing.T) {
 			runtimeops.RunPodSandbox: {Bounds: []float64{0.005, 0.0125, 0.03125, 0.078125}, Counts: []uint64{0, 0, 1, 2, 1}},
 			runtimeops.StopContainer: {Bounds: []float64{0.005, 0.0125, 0.03125, 0.078125}, Counts: []uint64{2, 0, 0, 0, 0}},
 		}, ""},
+		{"the runtime and the PLEG's relists", kubeletMetrics + plegMetrics, runtimeops.Ops{
+			runtimeops.RunPodSandbox:      {Bounds: []float64{0.005, 0.0125, 0.03125, 0.078125}, Counts: []uint64{0, 0, 1, 2, 1}},
+			runtimeops.StopContainer:      {Bounds: []float64{0.005, 0.0125, 0.03125, 0.078125}, Counts: []uint64{2, 0, 0, 0, 0}},
+			runtimeops.PLEGRelist:         {Bounds: []float64{0.1, 1}, Counts: []uint64{5, 2, 1}},
+			runtimeops.PLEGRelistInterval: {Bounds: []float64{1, 2.5}, Counts: []uint64{0, 6, 1}},
+		}, ""},
+		{"bucket counts that decrease", strings.Replace(plegMetrics, `{le="1"} 7`, `{le="1"} 4`, 1), nil, "kubelet_pleg_relist_duration_seconds: cumulative bucket counts decrease"},
 		{"a kubelet that has run nothing yet", "# TYPE kubelet_running_pods gauge\nkubelet_running_pods 0\n", runtimeops.Ops{}, ""},
 		{"not metrics", "<html>502 Bad Gateway</html>\n", nil, "parse the kubelet's metrics"},
 	} {

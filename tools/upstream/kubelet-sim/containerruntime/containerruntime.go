@@ -46,6 +46,17 @@ const (
 var Operations = []string{RunPodSandbox, CreateContainer, StartContainer, StopContainer, StopPodSandbox,
 	ListPodSandbox, ListContainers, PodSandboxStatus, ContainerStatus}
 
+// The PLEG's periodic relist, which a Timings file may have: how long one
+// takes (kubelet_pleg_relist_duration_seconds) and the time from one's
+// start to the next's (kubelet_pleg_relist_interval_seconds). Under load
+// both grow, and each sync of a terminating pod waits for a relist begun
+// after the previous sync ended. Without them kubelet-sim relists every
+// period, instantly.
+const (
+	PLEGRelist         = "pleg_relist"
+	PLEGRelistInterval = "pleg_relist_interval"
+)
+
 // Histogram is a Prometheus histogram of one operation's duration.
 // Counts[i] operations took at most Bounds[i] seconds and more than
 // Bounds[i-1] (0 for i = 0); the last count, one past the bounds, took
@@ -75,22 +86,39 @@ type Timings struct {
 // Validate checks that every operation has a histogram with at least one
 // operation in it, and bounds that increase.
 func (t *Timings) Validate() error {
+	for _, op := range []string{PLEGRelist, PLEGRelistInterval} {
+		if _, ok := t.Operations[op]; !ok {
+			continue
+		}
+		if err := validate(op, t.Operations[op]); err != nil {
+			return err
+		}
+	}
 	for _, op := range Operations {
 		h, ok := t.Operations[op]
 		if !ok {
 			return fmt.Errorf("operations.%s: missing", op)
 		}
-		if len(h.Bounds) == 0 || len(h.Counts) != len(h.Bounds)+1 {
-			return fmt.Errorf("operations.%s: %d bounds and %d counts; want one count more than bounds", op, len(h.Bounds), len(h.Counts))
+		if err := validate(op, h); err != nil {
+			return err
 		}
-		for i, b := range h.Bounds {
-			if b <= 0 || math.IsInf(b, 0) || math.IsNaN(b) || (i > 0 && b <= h.Bounds[i-1]) {
-				return fmt.Errorf("operations.%s: bounds_seconds must be positive, finite and increasing (%v)", op, h.Bounds)
-			}
+	}
+	return nil
+}
+
+// validate checks one operation's histogram: one count more than bounds,
+// bounds positive, finite and increasing, at least one operation.
+func validate(op string, h Histogram) error {
+	if len(h.Bounds) == 0 || len(h.Counts) != len(h.Bounds)+1 {
+		return fmt.Errorf("operations.%s: %d bounds and %d counts; want one count more than bounds", op, len(h.Bounds), len(h.Counts))
+	}
+	for i, b := range h.Bounds {
+		if b <= 0 || math.IsInf(b, 0) || math.IsNaN(b) || (i > 0 && b <= h.Bounds[i-1]) {
+			return fmt.Errorf("operations.%s: bounds_seconds must be positive, finite and increasing (%v)", op, h.Bounds)
 		}
-		if h.Total() == 0 {
-			return fmt.Errorf("operations.%s: no operation counted", op)
-		}
+	}
+	if h.Total() == 0 {
+		return fmt.Errorf("operations.%s: no operation counted", op)
 	}
 	return nil
 }
@@ -186,6 +214,24 @@ func (r *Runtime) draw(op string) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return Draw(r.timings.Operations[op], r.rng)
+}
+
+// Relist draws one periodic PLEG relist: how long it takes, and the time
+// from its start to the next relist's start. ok is false when the timings
+// have no relists (or the runtime is instant): the caller keeps the
+// kubelet's fixed period.
+func (r *Runtime) Relist() (duration, interval time.Duration, ok bool) {
+	if r == nil {
+		return 0, 0, false
+	}
+	d, dok := r.timings.Operations[PLEGRelist]
+	i, iok := r.timings.Operations[PLEGRelistInterval]
+	if !dok || !iok {
+		return 0, 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Draw(d, r.rng), Draw(i, r.rng), true
 }
 
 // StartPod spends the time to start a pod once its volumes are mounted, as

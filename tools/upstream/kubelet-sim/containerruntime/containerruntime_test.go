@@ -130,6 +130,46 @@ func TestInstantRuntime(t *testing.T) {
 	}
 }
 
+// Relists are drawn only from timings that measured both of their
+// histograms; without them the node keeps its fixed period.
+func TestRelist(t *testing.T) {
+	one := Histogram{Bounds: []float64{1}, Counts: []uint64{0, 1}}
+	two := Histogram{Bounds: []float64{2}, Counts: []uint64{0, 1}}
+	tests := []struct {
+		name             string
+		relist, interval *Histogram
+		wantD, wantI     time.Duration
+		wantOK           bool
+	}{
+		{"both measured", &one, &two, time.Second, 2 * time.Second, true},
+		{"no relists", nil, nil, 0, 0, false},
+		{"the interval missing", &one, nil, 0, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tm := timings(one)
+			if tc.relist != nil {
+				tm.Operations[PLEGRelist] = *tc.relist
+			}
+			if tc.interval != nil {
+				tm.Operations[PLEGRelistInterval] = *tc.interval
+			}
+			r, err := New(tm, 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, i, ok := r.Relist()
+			if d != tc.wantD || i != tc.wantI || ok != tc.wantOK {
+				t.Errorf("Relist() = %v, %v, %v; want %v, %v, %v", d, i, ok, tc.wantD, tc.wantI, tc.wantOK)
+			}
+		})
+	}
+	var instant *Runtime
+	if _, _, ok := instant.Relist(); ok {
+		t.Error("the instant runtime drew a relist")
+	}
+}
+
 // A cancelled pod start does not sit out its drawn time.
 func TestCancelledStart(t *testing.T) {
 	long := Histogram{Bounds: []float64{3600}, Counts: []uint64{0, 1}}
@@ -161,6 +201,9 @@ func TestValidate(t *testing.T) {
 		{"nothing counted", func(t *Timings) {
 			t.Operations[StartContainer] = Histogram{Bounds: []float64{1}, Counts: []uint64{0, 0}}
 		}, "operations.start_container: no operation counted"},
+		{"a relist histogram, when there, checked too", func(t *Timings) {
+			t.Operations[PLEGRelistInterval] = Histogram{Bounds: []float64{1}, Counts: []uint64{1}}
+		}, "operations.pleg_relist_interval: 1 bounds and 1 counts"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tm := timings(good)

@@ -571,7 +571,7 @@ func TestTerminationWaitsForTheRelist(t *testing.T) {
 
 func TestNextRelist(t *testing.T) {
 	start := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	n := &Node{cfg: Config{RelistPeriod: time.Second}, started: start}
+	n := &Node{cfg: Config{RelistPeriod: time.Second}, started: start, relists: newRelistSchedule(start, time.Second, nil)}
 	tests := []struct {
 		after, want time.Duration
 	}{

@@ -44,6 +44,8 @@ type Node struct {
 	// started is when the node began; the status manager's periodic syncs
 	// fall every StatusSyncPeriod from it.
 	started time.Time
+	// relists are the PLEG's periodic relists, from started.
+	relists *relistSchedule
 
 	lastReport time.Time // when node status was last written
 	// delayAfterChange is the one-time random delay added to the report
@@ -57,6 +59,7 @@ func NewNode(cfg Config) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{cfg: cfg, started: time.Now()}
+	n.relists = newRelistSchedule(n.started, cfg.RelistPeriod, cfg.Runtime.Relist)
 	n.volumesInUse = nodestatus.VolumesInUse(cfg.Volumes.ReconcilerStatesHasBeenSynced, cfg.Volumes.VolumesInUse)
 	return n, nil
 }
@@ -234,17 +237,9 @@ func (n *Node) untilStatusSync(now time.Time) time.Duration {
 }
 
 // nextRelist is when the first periodic PLEG relist begun after t has
-// filled the pod cache: the moment podCache.GetNewerThan(uid, t) returns
-// for a pod no on-demand relist was asked for. The relists fall every
-// RelistPeriod from the node's start; upstream's timer is reset after each
-// relist ends (GenericPLEG.Relist is short on a node of a few pods), so
-// its grid drifts by the relists' own time, which only shifts the phase.
+// filled the pod cache (relistSchedule.after).
 func (n *Node) nextRelist(t time.Time) time.Time {
-	since, period := t.Sub(n.started), n.cfg.RelistPeriod
-	if since < 0 {
-		return n.started
-	}
-	return n.started.Add((since/period + 1) * period)
+	return n.relists.after(t)
 }
 
 // awaitRelist waits until nextRelist(t).
