@@ -76,6 +76,12 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, pods *wo
 	nodes, pvs := factory.Core().V1().Nodes(), factory.Core().V1().PersistentVolumes()
 	vas, drivers := factory.Storage().V1().VolumeAttachments(), factory.Storage().V1().CSIDrivers()
 	changes := newTransitions(10 * time.Minute)
+	// The pods' informer (workload.WatchPods) stamps its objects already.
+	for _, inf := range []cache.SharedIndexInformer{nodes.Informer(), vas.Informer()} {
+		if err := inf.SetTransform(workload.StampSeen); err != nil {
+			return nil, err
+		}
+	}
 	for _, h := range []struct {
 		inf     cache.SharedIndexInformer
 		handler cache.ResourceEventHandler
@@ -110,16 +116,20 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, pods *wo
 			select {
 			case <-ctx.Done():
 				return
-			case now := <-t.C:
+			case <-t.C:
 				// Pods and PVCs are the namespace's: phantom listings are
 				// looked for only on volumes claimed from it.
 				// The caches' own objects, not copies: the detector
 				// only reads them.
-				s := detector.Snapshot{Time: now, Namespace: namespace,
+				s := detector.Snapshot{Namespace: namespace,
 					Pods: must(pods.Lister().List(labels.Everything())), PVCs: must(pvcs.Lister().List(labels.Everything())),
 					Nodes: must(nodes.Lister().List(labels.Everything())), PVs: must(pvs.Lister().List(labels.Everything())),
 					VolumeAttachments: must(vas.Lister().List(labels.Everything())),
 					CSIDrivers:        must(drivers.Lister().List(labels.Everything()))}
+				// Timed once read, not at the tick: every change the
+				// lists hold was stamped before this (workload.StampSeen),
+				// so a finding never begins before its cause.
+				s.Time = time.Now()
 				w.record(ctx, tracker.Observe(s))
 			}
 		}

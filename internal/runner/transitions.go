@@ -9,11 +9,14 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/strandlab/strandlab/internal/timeline"
+	"github.com/strandlab/strandlab/internal/workload"
 )
 
 // transitions records the API object changes a stranding's timeline needs
 // (node volume lists, VolumeAttachments, the churned pods) as the harness's
-// informers see them, keeping only the recent past.
+// informers see them, keeping only the recent past. Each change is timed
+// by when its version reached the informer (workload.StampSeen), so that it
+// precedes any detector snapshot that saw it.
 type transitions struct {
 	mu sync.Mutex
 	// recording starts once the informers have synced: their initial
@@ -76,14 +79,14 @@ func (r *transitions) nodeHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) {
 			if n, ok := o.(*corev1.Node); ok {
-				r.add(timeline.NodeChanges(time.Now(), nil, n))
+				r.add(timeline.NodeChanges(workload.SeenAt(n), nil, n))
 			}
 		},
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Node)
 			n, ok2 := cur.(*corev1.Node)
 			if ok1 && ok2 {
-				r.add(timeline.NodeChanges(time.Now(), o, n))
+				r.add(timeline.NodeChanges(workload.SeenAt(n), o, n))
 			}
 		},
 	}
@@ -93,22 +96,23 @@ func (r *transitions) attachmentHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) {
 			if va, ok := o.(*storagev1.VolumeAttachment); ok {
-				r.add(timeline.VolumeAttachmentChanges(time.Now(), nil, va))
+				r.add(timeline.VolumeAttachmentChanges(workload.SeenAt(va), nil, va))
 			}
 		},
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*storagev1.VolumeAttachment)
 			n, ok2 := cur.(*storagev1.VolumeAttachment)
 			if ok1 && ok2 {
-				r.add(timeline.VolumeAttachmentChanges(time.Now(), o, n))
+				r.add(timeline.VolumeAttachmentChanges(workload.SeenAt(n), o, n))
 			}
 		},
 		DeleteFunc: func(o any) {
+			seen := workload.SeenAt(o)
 			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 				o = d.Obj
 			}
 			if va, ok := o.(*storagev1.VolumeAttachment); ok {
-				r.add(timeline.VolumeAttachmentChanges(time.Now(), va, nil))
+				r.add(timeline.VolumeAttachmentChanges(seen, va, nil))
 			}
 		},
 	}
@@ -118,22 +122,23 @@ func (r *transitions) podHandler() cache.ResourceEventHandler {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) {
 			if p, ok := o.(*corev1.Pod); ok {
-				r.add(timeline.PodChanges(time.Now(), nil, p))
+				r.add(timeline.PodChanges(workload.SeenAt(p), nil, p))
 			}
 		},
 		UpdateFunc: func(old, cur any) {
 			o, ok1 := old.(*corev1.Pod)
 			n, ok2 := cur.(*corev1.Pod)
 			if ok1 && ok2 {
-				r.add(timeline.PodChanges(time.Now(), o, n))
+				r.add(timeline.PodChanges(workload.SeenAt(n), o, n))
 			}
 		},
 		DeleteFunc: func(o any) {
+			seen := workload.SeenAt(o)
 			if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
 				o = d.Obj
 			}
 			if p, ok := o.(*corev1.Pod); ok {
-				r.add(timeline.PodChanges(time.Now(), p, nil))
+				r.add(timeline.PodChanges(seen, p, nil))
 			}
 		},
 	}

@@ -156,10 +156,15 @@ func WatchPods(ctx context.Context, client kubernetes.Interface, namespace strin
 	p := &Pods{informer: inf.Informer(), all: inf.Lister(), lister: inf.Lister().Pods(namespace),
 		changed: make(chan struct{}), podChanged: map[string]chan struct{}{},
 		firstSeen: map[types.UID]time.Time{}, boundSeen: map[types.UID]time.Time{}}
+	// Times are the stamps of when each version arrived, not when the
+	// handler ran (StampSeen).
+	if err := inf.Informer().SetTransform(StampSeen); err != nil {
+		return nil, err
+	}
 	reg, err := inf.Informer().AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc: func(o any) {
 			pod := o.(*corev1.Pod)
-			now := time.Now()
+			now := SeenAt(pod)
 			p.mu.Lock()
 			p.firstSeen[pod.UID] = now
 			if pod.Spec.NodeName != "" {
@@ -173,7 +178,7 @@ func WatchPods(ctx context.Context, client kubernetes.Interface, namespace strin
 			if pod.Spec.NodeName != "" {
 				p.mu.Lock()
 				if _, ok := p.boundSeen[pod.UID]; !ok {
-					p.boundSeen[pod.UID] = time.Now()
+					p.boundSeen[pod.UID] = SeenAt(pod)
 				}
 				p.mu.Unlock()
 			}
