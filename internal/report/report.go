@@ -5,9 +5,11 @@ package report
 
 import (
 	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"maps"
 	"os"
@@ -482,17 +484,41 @@ const MaxReportSize = 512 << 20
 
 // Read reads a report.json written by Write, strictly: an unknown field, a
 // second JSON value or a schema version newer than SchemaVersion is an
-// error naming the file.
+// error naming the file. A path ending in .gz is read gzip-compressed: the
+// form a shard's report is kept in beside the docs, so that a run too long
+// for one sitting is merged from shards measured on other machines.
 func Read(path string) (*Report, error) {
 	data, err := safefile.ReadRegular(path, MaxReportSize, "a report's")
 	if err != nil {
 		return nil, fmt.Errorf("read report: %w", err)
+	}
+	if strings.HasSuffix(path, ".gz") {
+		if data, err = gunzip(data); err != nil {
+			return nil, fmt.Errorf("read report %s: %w", path, err)
+		}
 	}
 	r, err := Decode(data)
 	if err != nil {
 		return nil, fmt.Errorf("decode report %s: %w", path, err)
 	}
 	return r, nil
+}
+
+// gunzip decompresses a gzip-compressed report, refusing one that
+// decompresses to more than MaxReportSize.
+func gunzip(data []byte) ([]byte, error) {
+	zr, err := gzip.NewReader(bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	out, err := io.ReadAll(io.LimitReader(zr, MaxReportSize+1))
+	if err != nil {
+		return nil, err
+	}
+	if len(out) > MaxReportSize {
+		return nil, fmt.Errorf("decompresses to more than %d MiB", MaxReportSize>>20)
+	}
+	return out, nil
 }
 
 // Decode decodes report.json strictly (Read).

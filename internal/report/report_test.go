@@ -1,6 +1,8 @@
 package report
 
 import (
+	"bytes"
+	"compress/gzip"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -275,6 +277,15 @@ func TestReadIsStrict(t *testing.T) {
 		}
 		return p
 	}
+	// A shard's report kept compressed beside the docs reads the same.
+	writeGzip := func(name, body string) string {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		if _, err := zw.Write([]byte(body)); err != nil || zw.Close() != nil {
+			t.Fatal("gzip", err)
+		}
+		return write(name, b.String())
+	}
 	fifo := filepath.Join(dir, "fifo.json")
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
@@ -289,6 +300,9 @@ func TestReadIsStrict(t *testing.T) {
 		{"a newer schema", write("v2.json", `{"schema_version": 2}`), "schema_version 2: written by a newer strandlab (this one reads up to 1)", 0},
 		{"two values", write("two.json", `{} {}`), "more than one JSON value", 0},
 		{"a FIFO", fifo, "not a regular file", 0},
+		{"gzip-compressed", writeGzip("v1.json.gz", `{"schema_version": 1, "scenario": "s", "builds": [{"name": "stock"}]}`), "", 1},
+		{"gzip-compressed, a renamed field", writeGzip("renamed.json.gz", `{"scenario": "s", "builds": [{"strandings_count": 2}]}`), `unknown field "strandings_count"`, 0},
+		{"named .gz, not compressed", write("plain.json.gz", `{"scenario": "s"}`), "gzip: invalid header", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -58,7 +58,8 @@ this machine's (docs/kind.md, "Calibration").
 
 --reports tables reports already written (runs sharded over sittings, or
 made with strandlab run) instead of running anything; each report names its
-provider.
+provider. A report.json kept gzip-compressed (a name ending .json.gz, as
+the shards kept under docs/evidence) is read as it is.
 
 Prints the table, then calibration.md's path as the last line. Exit status
 as run's: 0 when the runs completed, 130 when interrupted (the table of what
@@ -117,7 +118,7 @@ ran is written), 1 when the harness failed.`,
 	f.StringVar(&builds, "builds", "", "comma-separated controller builds (default: the scenario's)")
 	f.IntVar(&o.cycles, "cycles", -1, "cycles per build and run (default: the scenario's)")
 	f.StringVar(&o.runtimeTimings, "runtime-timings", "", "the local provider's kubelet-sim draws its container runtime from this timings file, or from this calibration's kind runs (reference); default: kubelet-sim's built-in")
-	f.StringSliceVar(&o.reports, "reports", nil, "table these report.json files (or run directories) instead of running")
+	f.StringSliceVar(&o.reports, "reports", nil, "table these report.json files (or run directories, or .json.gz copies) instead of running")
 	f.StringVar(&o.output, "output", "_output", "output directory (relative to the repository root)")
 	return cmd
 }
