@@ -85,7 +85,9 @@ func Plan(cfg Config) []Target {
 }
 
 // Run executes the cycles of the plan, up to cfg.Concurrency at once, and
-// returns them in plan order. The dispatcher starts the earliest entry of
+// returns them in plan order. It drives a Dispatcher (the decisions) with
+// the pod informer's view, the clock and the cycles' ends, and runs the
+// cycles it starts (the API calls). The dispatcher starts the earliest entry of
 // the plan whose pod is free: no cycle in flight on it, and ready for a cycle
 // (Running, or present after a cycle that ended stranded or timed out).
 // Entries whose pod is busy are deferred, keep their place and go as soon as
@@ -101,21 +103,21 @@ func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, 
 	if len(cfg.Targets) == 0 {
 		return cycle.Result{}, errors.New("churn: no target pods")
 	}
-	concurrency := max(cfg.Concurrency, 1)
 	plan := Plan(cfg)
+	d := NewDispatcher(cfg, plan)
 	start := time.Now()
 
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
-		mu       sync.Mutex // guards everything below and the dispatcher's queue
+		mu       sync.Mutex // guards the four below
 		done     []cycle.Cycle
+		ended    []Event // cycle ends the dispatcher has not been told of
 		firstErr error
 		busyWait time.Duration
 		wg       sync.WaitGroup
 		wake     wakeup
 	)
-	q := newQueue(plan)
 	snapshot := func() cycle.Result {
 		mu.Lock()
 		defer mu.Unlock()
@@ -125,7 +127,6 @@ func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, 
 	}
 	stopProgress := startProgress(cfg, len(plan), snapshot)
 
-	previous := map[string]cycle.Outcome{} // pod -> how its last cycle ended
 	// recordLocked ends a cycle: measured, or the harness's first error
 	// (which stops the others), or dropped when the run was interrupted.
 	recordLocked := func(c cycle.Cycle, err error) {
@@ -139,107 +140,91 @@ func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, 
 			cancel()
 		default:
 			done = append(done, c)
-			previous[c.Pod] = c.Outcome
 		}
 	}
-	// ready: pod name is ready for its next cycle (readyFor). Called with
-	// mu held.
-	ready := func(name string) bool { return readyFor(pods.Get(name), previous[name]) }
 
-	var lastStart time.Time
+	// The pods as last told to the dispatcher, and the objects they were
+	// read from: a cycle deletes the object the dispatcher found ready.
+	names := d.q.podNames()
+	told := map[string]PodState{}
+	observed := map[string]*corev1.Pod{}
+	changes := func() []Event {
+		var evs []Event
+		for _, name := range names {
+			pod := pods.Get(name)
+			observed[name] = pod
+			st := PodStateOf(pod)
+			if old, ok := told[name]; !ok || old != st {
+				told[name] = st
+				evs = append(evs, PodChanged{Pod: name, State: st})
+			}
+		}
+		return evs
+	}
+	// changed: a pod's state differs from what the dispatcher was told (a
+	// wait on pod events ends there).
+	changed := func(p *Pods) bool {
+		for _, name := range names {
+			if PodStateOf(p.Get(name)) != told[name] {
+				return true
+			}
+		}
+		return false
+	}
+
 	for {
 		seen := wake.seen() // a cycle ending from here on cuts the next wait short
 		if runCtx.Err() != nil {
 			break
 		}
-		now := time.Now()
 		mu.Lock()
-		// A deferred entry whose pod was free but not ready for a whole
-		// cycle timeout ends as timed out, without a delete (as a cycle
-		// that waited for its pod always did).
-		for _, i := range q.expired(now, cfg.CycleTimeout) {
-			c := cycle.Cycle{Index: i, Round: i / len(cfg.Targets), Pod: q.names[i], DeferredBy: q.deferredBy[i], Outcome: cycle.TimedOut,
-				Error: fmt.Sprintf("pod %s was not ready for a cycle (Running, or present after a failed cycle) within %v", q.names[i], cfg.CycleTimeout)}
-			q.take(i, false)
-			recordLocked(c, nil)
-		}
-		finished, free, next := q.empty(), q.inFlight < concurrency, q.nextDeadline(cfg.CycleTimeout)
+		evs := ended
+		ended = nil
 		mu.Unlock()
-		if finished {
-			break
-		}
-		if !free {
-			wake.wait(runCtx, seen, next, nil, nil)
-			continue
-		}
-		if pace := lastStart.Add(cfg.Interval); cfg.Interval > 0 && now.Before(pace) {
-			wake.wait(runCtx, seen, earliest(pace, next), nil, nil)
-			continue
-		}
-		pick := -1
-		candidate := func(*Pods) bool {
-			mu.Lock()
-			defer mu.Unlock()
-			pick = q.scan(time.Now(), ready)
-			return pick >= 0
-		}
-		if !candidate(pods) {
-			// A free slot, and every candidate's pod is busy: wait for a
-			// pod event, a cycle's end, or a deferred entry's deadline.
-			mu.Lock()
-			next = q.nextDeadline(cfg.CycleTimeout)
-			mu.Unlock()
-			t0 := time.Now()
-			wake.wait(runCtx, seen, next, pods, candidate)
-			mu.Lock()
-			busyWait += time.Since(t0)
-			mu.Unlock()
-			continue // look again: expiries, pacing and the pick
-		}
-
-		name := q.names[pick]
-		old := pods.Get(name)
+		act := d.Step(time.Now(), append(evs, changes()...)...)
 		mu.Lock()
-		if !readyFor(old, previous[name]) { // changed since the scan
-			mu.Unlock()
-			continue
+		busyWait = d.BusyWait()
+		for _, s := range act.TimedOut {
+			recordLocked(cycle.Cycle{Index: s.Index, Round: s.Round, Pod: s.Pod, DeferredBy: s.DeferredBy, Outcome: cycle.TimedOut,
+				Error: fmt.Sprintf("pod %s was not ready for a cycle (Running, or present after a failed cycle) within %v", s.Pod, cfg.CycleTimeout)}, nil)
 		}
-		deadline := time.Now().Add(cfg.CycleTimeout)
-		if since, ok := q.since[pick]; ok {
-			// Its cycle began when the dispatcher first found its pod free
-			// but not ready.
-			deadline = since.Add(cfg.CycleTimeout)
-		}
-		c := cycle.Cycle{Index: pick, Round: pick / len(cfg.Targets), Pod: name, DeferredBy: q.deferredBy[pick]}
-		q.take(pick, true)
-		q.busy[name] = true
-		q.inFlight++
 		mu.Unlock()
-		// The cycle starts here, in dispatch order (DeletedAt); its delete
-		// request and the wait for the replacement run alongside the other
-		// cycles. Sending the delete from the dispatcher and waiting for
-		// its response capped the churn at one cycle per API round trip
-		// (tens of ms on a busy machine: about 33 cycles in flight with a
-		// concurrency of 48 or 96, docs/performance.md).
-		lastStart = time.Now()
-		c.OldNode, c.DeletedAt = old.Spec.NodeName, lastStart
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			err := deletePod(runCtx, client, cfg, c, old)
-			if err == nil {
-				c, err = awaitReplacement(runCtx, pods, cfg, c, old, deadline)
-			}
-			if err == nil && cfg.Annotate != nil {
-				cfg.Annotate(&c, old)
-			}
-			mu.Lock()
-			recordLocked(c, err)
-			delete(q.busy, c.Pod)
-			q.inFlight--
-			mu.Unlock()
-			wake.wake()
-		}()
+		for _, s := range act.Start {
+			// The cycle starts here, in dispatch order (DeletedAt); its
+			// delete request and the wait for the replacement run alongside
+			// the other cycles. Sending the delete from the dispatcher and
+			// waiting for its response capped the churn at one cycle per API
+			// round trip (tens of ms on a busy machine: about 33 cycles in
+			// flight with a concurrency of 48 or 96, docs/performance.md).
+			old := observed[s.Pod]
+			c := cycle.Cycle{Index: s.Index, Round: s.Round, Pod: s.Pod, DeferredBy: s.DeferredBy,
+				OldNode: old.Spec.NodeName, DeletedAt: time.Now()}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				err := deletePod(runCtx, client, cfg, c, old)
+				if err == nil {
+					c, err = awaitReplacement(runCtx, pods, cfg, c, old, s.Deadline)
+				}
+				if err == nil && cfg.Annotate != nil {
+					cfg.Annotate(&c, old)
+				}
+				mu.Lock()
+				recordLocked(c, err)
+				ended = append(ended, CycleEnded{Index: c.Index, Outcome: c.Outcome})
+				mu.Unlock()
+				wake.wake()
+			}()
+		}
+		if act.Done {
+			break // every entry started or ended: wait for the cycles in flight
+		}
+		// Until what the dispatcher said can change its decision.
+		if act.WatchPods {
+			wake.wait(runCtx, seen, act.WakeAt, pods, changed)
+		} else {
+			wake.wait(runCtx, seen, act.WakeAt, nil, nil)
+		}
 	}
 	wg.Wait()
 	stopProgress()
@@ -252,136 +237,6 @@ func Run(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, 
 		printProgress(cfg.Progress, res, len(plan), cfg.SafetyViolations)
 	}
 	return res, nil
-}
-
-// readyFor tells whether pod is ready for its next cycle, given how its last
-// cycle ended: after a cycle that ended Running it must be Running again
-// (every cycle measures the same thing); one left stranded or timed out is
-// deleted as it is, once it exists, so that a stuck pod does not fail every
-// later cycle on it.
-func readyFor(pod *corev1.Pod, previous cycle.Outcome) bool {
-	if previous == cycle.Stranded || previous == cycle.TimedOut {
-		return pod != nil && pod.DeletionTimestamp == nil
-	}
-	return workload.IsRunning(pod)
-}
-
-// earliest is the earlier of two times, a zero time meaning none.
-func earliest(a, b time.Time) time.Time {
-	if b.IsZero() || (!a.IsZero() && a.Before(b)) {
-		return a
-	}
-	return b
-}
-
-// queue is the dispatcher's view of the plan: entries before cursor have
-// been looked at; those of them not started yet (deferred: their pod was
-// busy) wait in deferred, in plan order. The earliest pending entry of each
-// pod is its candidate; a pod's later entries wait behind it.
-type queue struct {
-	names    []string // plan entry -> pod name
-	pods     int      // distinct pods in the plan
-	cursor   int
-	deferred []int
-	// since: when a deferred entry's cycle began (the dispatcher first found
-	// its pod with no cycle in flight, but not ready, while it had a free
-	// slot): its cycle timeout runs from there.
-	since map[int]time.Time
-	// deferredBy: how many later entries started before a deferred one.
-	deferredBy map[int]int
-	busy       map[string]bool // pods with a cycle in flight
-	inFlight   int
-	seen       map[string]bool // scratch for scan
-}
-
-func newQueue(plan []Target) *queue {
-	q := &queue{since: map[int]time.Time{}, deferredBy: map[int]int{}, busy: map[string]bool{}, seen: map[string]bool{}}
-	distinct := map[string]bool{}
-	for _, t := range plan {
-		name := workload.PodName(t.StatefulSet, t.Ordinal)
-		q.names = append(q.names, name)
-		distinct[name] = true
-	}
-	q.pods = len(distinct)
-	return q
-}
-
-// empty: every entry started or ended.
-func (q *queue) empty() bool { return q.cursor == len(q.names) && len(q.deferred) == 0 }
-
-// scan returns the earliest entry whose pod is free (no cycle in flight and
-// ready(pod)), or -1. Entries it passes over are deferred; a candidate whose
-// pod has no cycle in flight but is not ready starts its cycle's clock now.
-func (q *queue) scan(now time.Time, ready func(name string) bool) int {
-	clear(q.seen)
-	free := func(i int) bool {
-		name := q.names[i]
-		q.seen[name] = true
-		if q.busy[name] {
-			return false
-		}
-		if ready(name) {
-			return true
-		}
-		if _, ok := q.since[i]; !ok {
-			q.since[i] = now
-		}
-		return false
-	}
-	for _, i := range q.deferred {
-		if !q.seen[q.names[i]] && free(i) {
-			return i
-		}
-	}
-	// Once every pod has a candidate, no later entry can be one.
-	for q.cursor < len(q.names) && len(q.seen) < q.pods {
-		i := q.cursor
-		if !q.seen[q.names[i]] && free(i) {
-			return i
-		}
-		q.deferred = append(q.deferred, i)
-		q.cursor++
-	}
-	return -1
-}
-
-// take removes entry i from the queue: started (the deferred entries before
-// it count one more later entry gone first) or ended without a delete.
-func (q *queue) take(i int, started bool) {
-	for _, j := range q.deferred {
-		if started && j < i {
-			q.deferredBy[j]++
-		}
-	}
-	if i == q.cursor {
-		q.cursor++
-	} else if k := slices.Index(q.deferred, i); k >= 0 {
-		q.deferred = slices.Delete(q.deferred, k, k+1)
-	}
-	delete(q.since, i)
-	delete(q.deferredBy, i)
-}
-
-// expired lists the deferred entries whose cycle timed out waiting for their
-// pod to be ready, in plan order.
-func (q *queue) expired(now time.Time, timeout time.Duration) []int {
-	var out []int
-	for _, i := range q.deferred {
-		if since, ok := q.since[i]; ok && !now.Before(since.Add(timeout)) {
-			out = append(out, i)
-		}
-	}
-	return out
-}
-
-// nextDeadline is when the first deferred entry's cycle times out (zero:
-// none is waiting for its pod).
-func (q *queue) nextDeadline(timeout time.Duration) time.Time {
-	var next time.Time
-	for _, since := range q.since {
-		next = earliest(next, since.Add(timeout))
-	}
-	return next
 }
 
 // wakeup puts the dispatcher to sleep until a pod event (when it waits with
