@@ -171,7 +171,7 @@ func deleteNamespace(t *testing.T, client kubernetes.Interface, name string) {
 	}
 }
 
-// The done-when of issue 17's existing provider: control's churn, 50
+// The existing provider's own check: control's churn, 50
 // cycles, through a plain kubeconfig, then nothing left.
 func TestControlFiftyCycles(t *testing.T) {
 	ctx := context.Background()

@@ -16,8 +16,8 @@ import (
 
 // seedAttempts is how many seeds the kind seed test may try before it
 // calls stock's stranding lost. The race is probabilistic: stock's first
-// cycle strands in 9 of 10 seeds on the local provider (docs/performance.md,
-// "Checks: issue 16's done-when items") and a kind run once went the other
+// cycle strands in 9 of 10 seeds on the local provider (docs/performance.md)
+// and a kind run once went the other
 // way, so one seed alone would fail about one run in ten. With three, a
 // healthy race fails about one run in a thousand, while a harness or
 // controller that never strands still fails every time.

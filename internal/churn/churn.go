@@ -1,6 +1,7 @@
-// Package churn is the cycle runner: it deletes StatefulSet pods and waits for
-// their replacements, one cycle at a time, recording what happened in each
-// cycle. With the same seed it performs the same sequence of deletions.
+// Package churn is the cycle runner: it deletes StatefulSet pods and waits
+// for their replacements, up to Config.Concurrency cycles at once (at most
+// one per pod), recording what happened in each cycle. With the same seed
+// it plans the same sequence of deletions; Dispatcher decides when each goes.
 package churn
 
 import (

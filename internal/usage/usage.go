@@ -156,7 +156,7 @@ func Total(m map[string]float64) float64 {
 // than the system under test: the harness (runner, detector, informers)
 // and what stands in for a real cluster's parts (the simulated kubelets,
 // the throttling proxy, the pinning extender, the CSI driver). Their share
-// of the CPU is what the simulation costs (issue 16's "harness's own CPU").
+// of the CPU is what the simulation costs (the harness's own CPU).
 var StandIns = []string{Harness, "kubelet-sim", "apiproxy", "pin-extender", "csi-driver"}
 
 // Share is the part of total(m) that the given keys make up, 0 to 1 (0

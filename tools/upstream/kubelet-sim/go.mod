@@ -1,6 +1,6 @@
 // Module kubelet-sim builds strandlab's simulated kubelet against the real
 // kubelet volume code: pkg/kubelet/volumemanager and the CSI volume plugin of
-// k8s.io/kubernetes (issue 14). It pins the same k8s.io/kubernetes version,
+// k8s.io/kubernetes. It pins the same k8s.io/kubernetes version,
 // with the same replace directives and the same versions of every other
 // module, as ../kubernetes/go.mod, so the control plane and kubelet-sim are
 // built from one Kubernetes and share the build cache. It deliberately does
