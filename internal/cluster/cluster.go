@@ -247,6 +247,16 @@ type APIRequestCounter interface {
 	APIRequestsByClient(ctx context.Context) (map[string]float64, error)
 }
 
+// HarnessRateLimits lifts client-go's default client limits (5 QPS, burst
+// 10) on the harness's own clients of a cluster strandlab started: waiting
+// in the client would delay its deletes after their cycles were stamped as
+// started, and so lengthen every "delete → ..." timing by the harness's own
+// queue. The same on every provider that starts its clusters, so their
+// timings compare; the components keep their own defaults.
+func HarnessRateLimits(cfg *rest.Config) {
+	cfg.QPS, cfg.Burst = 200, 400
+}
+
 // Registry holds the providers a harness can choose from by name. The CLI
 // builds one; there is no global registry.
 type Registry struct {

@@ -336,6 +336,9 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	if c.restConfig, err = clientcmd.BuildConfigFromFlags("", c.kubeconfig); err != nil {
 		return nil, err
 	}
+	// It was client-go's 5 QPS here until the soak-kind shard of seed 3,
+	// whose harness logged its deletes waiting 1.2 s in the client.
+	cluster.HarnessRateLimits(c.restConfig)
 	admin, err := kubernetes.NewForConfig(c.restConfig)
 	if err != nil {
 		return nil, err

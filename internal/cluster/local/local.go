@@ -357,9 +357,7 @@ func (st *starting) startPKI(context.Context) ([]readiness, error) {
 	if c.restConfig, err = clientcmd.BuildConfigFromFlags("", cfg.admin); err != nil {
 		return nil, err
 	}
-	// The harness's own clients must not be slowed by client-go's default
-	// 5 QPS (it would distort timings); the components keep their defaults.
-	c.restConfig.QPS, c.restConfig.Burst = 200, 400
+	cluster.HarnessRateLimits(c.restConfig)
 	// Every client made from it (RESTConfig copies the wrapper) is the
 	// harness: its requests are counted here, as the API server cannot
 	// tell them from its own (apf.go).
