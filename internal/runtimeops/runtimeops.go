@@ -47,12 +47,26 @@ const (
 	PLEGRelistInterval = "pleg_relist_interval"
 )
 
-// PLEGMetrics are the kubelet's relist histograms (pkg/kubelet/metrics
-// PLEGRelistDuration, PLEGRelistInterval), by the operation they are read
-// as.
-var PLEGMetrics = map[string]string{
-	"kubelet_pleg_relist_duration_seconds": PLEGRelist,
-	"kubelet_pleg_relist_interval_seconds": PLEGRelistInterval,
+// The kubelet's own delays around the runtime's calls, read as two more
+// operations: from a pod status generated to its write to the API server
+// (the status manager's queue and its PATCH), and from the kubelet seeing a
+// pod to its pod worker starting. Under CPU contention they grow where the
+// runtime's calls do not, which is where the real kubelet's pod start and
+// stop part from kubelet-sim's (docs/kind.md, "Where the time goes").
+const (
+	PodStatusSync  = "pod_status_sync"
+	PodWorkerStart = "pod_worker_start"
+)
+
+// KubeletMetrics are the histograms read beside the runtime's, by the
+// operation they are read as: the PLEG's relists (pkg/kubelet/metrics
+// PLEGRelistDuration, PLEGRelistInterval) and the kubelet's own delays
+// (PodStatusSyncDuration, PodWorkerStartDuration).
+var KubeletMetrics = map[string]string{
+	"kubelet_pleg_relist_duration_seconds":      PLEGRelist,
+	"kubelet_pleg_relist_interval_seconds":      PLEGRelistInterval,
+	"kubelet_pod_status_sync_duration_seconds":  PodStatusSync,
+	"kubelet_pod_worker_start_duration_seconds": PodWorkerStart,
 }
 
 // PodOperations are the operations kubelet-sim draws: a pod's start and
@@ -196,7 +210,7 @@ func NewTimings(source string, ops Ops) (Timings, error) {
 		}
 		t.Operations[op] = h
 	}
-	for _, op := range PLEGMetrics {
+	for _, op := range []string{PLEGRelist, PLEGRelistInterval} {
 		if h, ok := ops[op]; ok && h.Total() > 0 {
 			t.Operations[op] = h
 		}

@@ -18,8 +18,9 @@ import (
 
 // RuntimeOps reads how long each worker's container runtime has taken to
 // start and stop pods so far, and how long and how far apart the PLEG's
-// relists have been: the kubelets' own histograms of their CRI calls
-// (runtimeops.Metric) and relists (runtimeops.PLEGMetrics), from each
+// relists have been, and the kubelet's own delays around them: the
+// kubelets' own histograms of their CRI calls (runtimeops.Metric), relists,
+// status writes and pod worker starts (runtimeops.KubeletMetrics), from each
 // kubelet's /metrics through the API server's node proxy, summed over the
 // workers.
 func (c *Cluster) RuntimeOps(ctx context.Context) (runtimeops.Ops, error) {
@@ -45,8 +46,8 @@ func (c *Cluster) RuntimeOps(ctx context.Context) (runtimeops.Ops, error) {
 }
 
 // parseRuntimeOps reads runtimeops.Metric, one histogram per
-// operation_type, and the PLEG's relist histograms
-// (runtimeops.PLEGMetrics) from a kubelet's /metrics (Prometheus text
+// operation_type, and the histograms of runtimeops.KubeletMetrics from a
+// kubelet's /metrics (Prometheus text
 // format). A kubelet that has not called its runtime yet has no such
 // metric: that is an empty Ops, not an error.
 func parseRuntimeOps(r io.Reader) (runtimeops.Ops, error) {
@@ -82,7 +83,7 @@ func parseRuntimeOps(r io.Reader) (runtimeops.Ops, error) {
 			}
 		}
 	}
-	for metric, op := range runtimeops.PLEGMetrics {
+	for metric, op := range runtimeops.KubeletMetrics {
 		mf, ok := families[metric]
 		if !ok {
 			continue

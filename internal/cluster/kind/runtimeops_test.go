@@ -49,6 +49,25 @@ kubelet_pleg_relist_interval_seconds_sum 12.5
 kubelet_pleg_relist_interval_seconds_count 7
 `
 
+// The kubelet's status writes and pod worker starts as v1.37.2 writes
+// them (a few of the default buckets kept).
+const kubeletDelayMetrics = `# HELP kubelet_pod_status_sync_duration_seconds [ALPHA] Duration in seconds to sync a pod status update.
+# TYPE kubelet_pod_status_sync_duration_seconds histogram
+kubelet_pod_status_sync_duration_seconds_bucket{le="0.5"} 3
+kubelet_pod_status_sync_duration_seconds_bucket{le="1"} 5
+kubelet_pod_status_sync_duration_seconds_bucket{le="5"} 9
+kubelet_pod_status_sync_duration_seconds_bucket{le="+Inf"} 9
+kubelet_pod_status_sync_duration_seconds_sum 11
+kubelet_pod_status_sync_duration_seconds_count 9
+# HELP kubelet_pod_worker_start_duration_seconds [ALPHA] Duration in seconds from kubelet seeing a pod to starting a worker.
+# TYPE kubelet_pod_worker_start_duration_seconds histogram
+kubelet_pod_worker_start_duration_seconds_bucket{le="0.005"} 4
+kubelet_pod_worker_start_duration_seconds_bucket{le="0.01"} 6
+kubelet_pod_worker_start_duration_seconds_bucket{le="+Inf"} 6
+kubelet_pod_worker_start_duration_seconds_sum 0.03
+kubelet_pod_worker_start_duration_seconds_count 6
+`
+
 func TestParseRuntimeOps(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -65,6 +84,10 @@ func TestParseRuntimeOps(t *testing.T) {
 			runtimeops.StopContainer:      {Bounds: []float64{0.005, 0.0125, 0.03125, 0.078125}, Counts: []uint64{2, 0, 0, 0, 0}},
 			runtimeops.PLEGRelist:         {Bounds: []float64{0.1, 1}, Counts: []uint64{5, 2, 1}},
 			runtimeops.PLEGRelistInterval: {Bounds: []float64{1, 2.5}, Counts: []uint64{0, 6, 1}},
+		}, ""},
+		{"the kubelet's status writes and worker starts", kubeletDelayMetrics, runtimeops.Ops{
+			runtimeops.PodStatusSync:  {Bounds: []float64{0.5, 1, 5}, Counts: []uint64{3, 2, 4, 0}},
+			runtimeops.PodWorkerStart: {Bounds: []float64{0.005, 0.01}, Counts: []uint64{4, 2, 0}},
 		}, ""},
 		{"bucket counts that decrease", strings.Replace(plegMetrics, `{le="1"} 7`, `{le="1"} 4`, 1), nil, "kubelet_pleg_relist_duration_seconds: cumulative bucket counts decrease"},
 		{"a kubelet that has run nothing yet", "# TYPE kubelet_running_pods gauge\nkubelet_running_pods 0\n", runtimeops.Ops{}, ""},
