@@ -48,11 +48,15 @@ const (
 )
 
 // The kubelet's own delays around the runtime's calls, read as two more
-// operations: from a pod status generated to its write to the API server
-// (the status manager's queue and its PATCH), and from the kubelet seeing a
-// pod to its pod worker starting. Under CPU contention they grow where the
-// runtime's calls do not, which is where the real kubelet's pod start and
-// stop part from kubelet-sim's (docs/kind.md, "Where the time goes").
+// operations. pod_worker_start is the kubelet seeing a pod → its pod worker
+// starting (Kubelet.SyncPod, on a pod's first sync). pod_status_sync is NOT
+// one status write's queueing: the status manager stamps a pod's status
+// with the time of the pod's first status and keeps that stamp on every
+// later one (status.manager.updateStatusInternal copies cachedStatus.at;
+// v1.37.2), so each write observes the time since the pod's first status —
+// its Pending write's queueing, then ContainerCreating → Running, then its
+// whole life at the terminal write. A mixture, so it is read and shown, but
+// kubelet-sim does not draw a status write's delay from it.
 const (
 	PodStatusSync  = "pod_status_sync"
 	PodWorkerStart = "pod_worker_start"
