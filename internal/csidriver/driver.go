@@ -166,7 +166,7 @@ func NewDriver(cfg Config) (*Driver, error) {
 	// state dir, so it must be absolute.
 	dir, err := filepath.Abs(cfg.StateDir)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("state directory %s: %w", cfg.StateDir, err)
 	}
 	cfg.StateDir = dir
 	st, err := newStore(dir)
@@ -216,7 +216,7 @@ func (d *Driver) RegistrationSocket() string {
 func (d *Driver) Run(ctx context.Context, endpoint string) error {
 	lis, err := Listen(endpoint)
 	if err != nil {
-		return err
+		return fmt.Errorf("CSI socket: %w", err)
 	}
 	path := lis.Addr().String()
 	defer removeSocket(path, "CSI")
@@ -228,7 +228,7 @@ func (d *Driver) Run(ctx context.Context, endpoint string) error {
 	if kubeletPath == "" {
 		if kubeletPath, err = filepath.Abs(path); err != nil {
 			lis.Close()
-			return err
+			return fmt.Errorf("kubelet registration path of %s: %w", path, err)
 		}
 	}
 	regPath := d.RegistrationSocket()
@@ -302,7 +302,7 @@ func Listen(endpoint string) (net.Listener, error) {
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("create the directory of socket %s: %w", path, err)
 	}
 	return net.Listen("unix", path)
 }
@@ -343,7 +343,7 @@ func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
 	go func() { errc <- srv.Serve(lis) }()
 	select {
 	case err := <-errc:
-		return err
+		return fmt.Errorf("serve the CSI driver on %s: %w", lis.Addr(), err)
 	case <-ctx.Done():
 	}
 	// Let in-flight calls finish so no state update is cut short.

@@ -3,6 +3,7 @@ package csidriver
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -45,7 +46,10 @@ func stagedVolume(stagingPath string) (string, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return "", nil
 	}
-	return strings.TrimSpace(string(b)), err
+	if err != nil {
+		return "", fmt.Errorf("read the stage marker: %w", err)
+	}
+	return strings.TrimSpace(string(b)), nil
 }
 
 // lockedVolume locks and loads a volume for a node operation; a missing

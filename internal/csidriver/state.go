@@ -160,7 +160,7 @@ func (s *store) lock(id string) (unlock func(), err error) {
 	f, err := os.OpenFile(filepath.Join(s.locksDir(), id+".lock"), os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		release()
-		return nil, err
+		return nil, fmt.Errorf("lock volume %s: %w", id, err)
 	}
 	for {
 		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
@@ -206,7 +206,7 @@ func readState(path string) (*VolumeState, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("read volume state: %w", err)
 	}
 	v := &VolumeState{}
 	if err := json.Unmarshal(b, v); err != nil {
@@ -220,7 +220,7 @@ func readState(path string) (*VolumeState, error) {
 func (s *store) save(v *VolumeState) error {
 	b, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return err
+		return fmt.Errorf("encode the state of volume %s: %w", v.ID, err)
 	}
 	return writeFileAtomic(s.statePath(v.ID), append(b, '\n'))
 }
@@ -229,10 +229,10 @@ func (s *store) save(v *VolumeState) error {
 // between, the state still exists and a retried DeleteVolume finishes the job.
 func (s *store) remove(id string) error {
 	if err := os.RemoveAll(s.dataDir(id)); err != nil {
-		return err
+		return fmt.Errorf("remove the data of volume %s: %w", id, err)
 	}
 	if err := os.Remove(s.statePath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return err
+		return fmt.Errorf("remove the state of volume %s: %w", id, err)
 	}
 	return nil
 }
@@ -250,7 +250,10 @@ func (s *store) nodeKnown(nodeID string) (bool, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return false, nil
 	}
-	return err == nil, err
+	if err != nil {
+		return false, fmt.Errorf("check node %s: %w", nodeID, err)
+	}
+	return true, nil
 }
 
 // writeFileAtomic writes via a temporary file in the same directory and a
@@ -258,7 +261,7 @@ func (s *store) nodeKnown(nodeID string) (bool, error) {
 func writeFileAtomic(path string, data []byte) error {
 	f, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".tmp-*")
 	if err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", path, err)
 	}
 	tmp := f.Name()
 	_, err = f.Write(data)
@@ -276,8 +279,9 @@ func writeFileAtomic(path string, data []byte) error {
 	}
 	if err != nil {
 		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
 	}
-	return err
+	return nil
 }
 
 // LoadVolumeStates reads the state of all volumes under stateDir, sorted by
@@ -290,7 +294,7 @@ func LoadVolumeStates(stateDir string) ([]VolumeState, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list volume states: %w", err)
 	}
 	var out []VolumeState
 	for _, e := range entries {

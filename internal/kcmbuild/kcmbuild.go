@@ -103,7 +103,7 @@ func List(repoRoot string) ([]Spec, error) {
 		return nil, nil
 	}
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list controller builds: %w", err)
 	}
 	var specs []Spec
 	var errs []error
@@ -163,7 +163,7 @@ func readSpec(root, name string) (Spec, error) {
 	}
 	abs, err := filepath.Abs(dir)
 	if err != nil {
-		return Spec{}, err
+		return Spec{}, fmt.Errorf("%s: absolute path: %w", dir, err)
 	}
 	s := Spec{Name: name, Dir: abs}
 	_, diffErr := os.Stat(filepath.Join(dir, diffFile))
@@ -221,7 +221,7 @@ func (s Spec) load() (source, error) {
 	case KindDiff:
 		data, err := os.ReadFile(filepath.Join(s.Dir, diffFile))
 		if err != nil {
-			return src, err
+			return src, fmt.Errorf("%s: read %s: %w", s.Name, diffFile, err)
 		}
 		sum := sha256.Sum256(data)
 		src.diff, src.sha = data, hex.EncodeToString(sum[:])
@@ -231,21 +231,21 @@ func (s Spec) load() (source, error) {
 		src.files = map[string][]byte{}
 		err := filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: read %s/: %w", s.Name, filesDir, err)
 			}
 			if d.IsDir() {
 				return nil
 			}
 			rel, err := filepath.Rel(root, p)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: read %s/: %w", s.Name, filesDir, err)
 			}
 			if !d.Type().IsRegular() {
 				return fmt.Errorf("%s: %s is not a regular file", s.Name, filepath.Join(filesDir, rel))
 			}
 			data, err := os.ReadFile(p)
 			if err != nil {
-				return err
+				return fmt.Errorf("%s: read %s/: %w", s.Name, filesDir, err)
 			}
 			src.files[filepath.ToSlash(rel)] = data
 			return nil
@@ -364,7 +364,7 @@ func Cached(ctx context.Context, repoRoot string, s Spec) (string, bool, error) 
 	t := kcmTarget(repoRoot)
 	mod, err := resolve(ctx, t)
 	if err != nil {
-		return "", false, err
+		return "", false, fmt.Errorf("controller build %s: %w", s.Name, err)
 	}
 	sha, err := s.SHA256()
 	if err != nil {
@@ -390,7 +390,7 @@ func Check(ctx context.Context, repoRoot, name string) error {
 func check(ctx context.Context, t target, s Spec) error {
 	mod, err := resolve(ctx, t)
 	if err != nil {
-		return err
+		return fmt.Errorf("controller build %s: %w", s.Name, err)
 	}
 	sha, err := s.SHA256()
 	if err != nil {
@@ -400,7 +400,7 @@ func check(ctx context.Context, t target, s Spec) error {
 		return nil
 	}
 	if _, ok, err := upstream.Prebuilt(); err != nil {
-		return err
+		return fmt.Errorf("controller build %s: %w", s.Name, err)
 	} else if ok {
 		return fmt.Errorf("controller build %s is not in the prebuilt cache (%s=1 builds nothing)", s.Name, upstream.PrebuiltEnv)
 	}
@@ -433,11 +433,11 @@ func Build(ctx context.Context, repoRoot, name string, progress io.Writer) (Resu
 		t := kcmTarget(repoRoot)
 		mod, err := resolve(ctx, t)
 		if err != nil {
-			return Result{}, err
+			return Result{}, fmt.Errorf("controller build %s: %w", s.Name, err)
 		}
 		b, err := upstream.Ensure(ctx, repoRoot, progress)
 		if err != nil {
-			return Result{}, err
+			return Result{}, fmt.Errorf("controller build %s: %w", s.Name, err)
 		}
 		return Result{Binary: b.KubeControllerManager, Provenance: provenance.ControllerBuild{Module: mod.Path + "@" + mod.Version}, Cached: true}, nil
 	}
@@ -590,11 +590,11 @@ func isExecutable(p string) bool {
 func writeJSON(p string, v any) error {
 	data, err := json.MarshalIndent(v, "", "  ")
 	if err != nil {
-		return err
+		return fmt.Errorf("encode %s: %w", p, err)
 	}
 	tmp := p + ".tmp"
 	if err := os.WriteFile(tmp, append(data, '\n'), 0o644); err != nil {
-		return err
+		return fmt.Errorf("write %s: %w", p, err)
 	}
 	return os.Rename(tmp, p)
 }

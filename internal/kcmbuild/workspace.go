@@ -57,7 +57,7 @@ type module struct {
 // and there is no source directory.
 func resolve(ctx context.Context, t target) (module, error) {
 	if dir, ok, err := upstream.Prebuilt(); err != nil {
-		return module{}, err
+		return module{}, fmt.Errorf("resolve pinned module %s: %w", t.module, err)
 	} else if ok {
 		versions, err := upstream.ReadVersions(dir)
 		if err != nil {
@@ -86,7 +86,7 @@ func resolve(ctx context.Context, t target) (module, error) {
 		}
 	}
 	if err != nil {
-		return module{}, err
+		return module{}, fmt.Errorf("resolve pinned module %s: %w", t.module, err)
 	}
 	if m.Version == "" || m.Dir == "" {
 		return module{}, fmt.Errorf("%s: %s has no version or source directory", t.toolsDir, t.module)
@@ -106,7 +106,7 @@ type workspace struct {
 func newWorkspace(ctx context.Context, t target, mod module, name string, ch changes) (*workspace, error) {
 	tmp, err := os.MkdirTemp("", "strandlab-kcm-"+name+"-")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("create workspace: %w", err)
 	}
 	// The go command works with the directory it resolves, so the overlay
 	// keys must not go through a symlinked TMPDIR.
@@ -124,7 +124,7 @@ func newWorkspace(ctx context.Context, t target, mod module, name string, ch cha
 
 func (w *workspace) init(ctx context.Context, t target, mod module, name string, ch changes) error {
 	if err := os.MkdirAll(w.modDir, 0o755); err != nil {
-		return err
+		return fmt.Errorf("create workspace module: %w", err)
 	}
 	for _, f := range []string{"go.mod", "go.sum"} {
 		data, err := os.ReadFile(filepath.Join(t.toolsDir, f))
@@ -132,14 +132,14 @@ func (w *workspace) init(ctx context.Context, t target, mod module, name string,
 			continue
 		}
 		if err != nil {
-			return err
+			return fmt.Errorf("read the pinning %s: %w", f, err)
 		}
 		if err := os.WriteFile(filepath.Join(w.modDir, f), data, 0o644); err != nil {
-			return err
+			return fmt.Errorf("write workspace %s: %w", f, err)
 		}
 	}
 	if err := os.Symlink(mod.Dir, filepath.Join(w.modDir, upstreamLink)); err != nil {
-		return err
+		return fmt.Errorf("link workspace to %s@%s: %w", mod.Path, mod.Version, err)
 	}
 	// Drop any replacement of the module the pinning go.mod has, then
 	// point it at the symlink.
@@ -188,16 +188,16 @@ func writeOverlay(overlayPath, upstreamRoot, filesDir string, ch changes) error 
 		}
 		dst := filepath.Join(filesDir, filepath.FromSlash(rel))
 		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
+			return fmt.Errorf("overlay %s: %w", rel, err)
 		}
 		if err := os.WriteFile(dst, data, 0o644); err != nil {
-			return err
+			return fmt.Errorf("overlay %s: %w", rel, err)
 		}
 		replace[key] = dst
 	}
 	data, err := json.MarshalIndent(struct{ Replace map[string]string }{replace}, "", "  ")
 	if err != nil {
-		return err
+		return fmt.Errorf("encode overlay: %w", err)
 	}
 	return os.WriteFile(overlayPath, data, 0o644)
 }
@@ -217,10 +217,10 @@ func (w *workspace) trimmedSourceEnv(mod module) ([]string, error) {
 	srcdir := filepath.Join(w.dir, ".srcdir")
 	link := filepath.Join(srcdir, filepath.FromSlash(mod.Path+"@"+mod.Version))
 	if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("link upstream sources for -trimpath tests: %w", err)
 	}
 	if err := os.Symlink(mod.Dir, link); err != nil && !errors.Is(err, os.ErrExist) {
-		return nil, err
+		return nil, fmt.Errorf("link upstream sources for -trimpath tests: %w", err)
 	}
 	return []string{"TEST_SRCDIR=" + srcdir, "TEST_WORKSPACE=."}, nil
 }
@@ -231,7 +231,7 @@ func (w *workspace) trimmedSourceEnv(mod module) ([]string, error) {
 func prepare(ctx context.Context, t target, s Spec, keep func(rel string) bool) (module, source, changes, *workspace, error) {
 	mod, err := resolve(ctx, t)
 	if err != nil {
-		return module{}, source{}, nil, nil, err
+		return module{}, source{}, nil, nil, fmt.Errorf("controller build %s: %w", s.Name, err)
 	}
 	src, err := s.load()
 	if err != nil {
@@ -252,7 +252,7 @@ func prepare(ctx context.Context, t target, s Spec, keep func(rel string) bool) 
 	}
 	w, err := newWorkspace(ctx, t, mod, s.Name, laid)
 	if err != nil {
-		return module{}, source{}, nil, nil, err
+		return module{}, source{}, nil, nil, fmt.Errorf("controller build %s: %w", s.Name, err)
 	}
 	return mod, src, ch, w, nil
 }
@@ -277,7 +277,7 @@ func ldflags(versionPkg, version string) string {
 func build(ctx context.Context, t target, s Spec, progress io.Writer) (Result, error) {
 	mod, err := resolve(ctx, t)
 	if err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("controller build %s: %w", s.Name, err)
 	}
 	sha, err := s.SHA256()
 	if err != nil {
@@ -307,11 +307,11 @@ func build(ctx context.Context, t target, s Spec, progress io.Writer) (Result, e
 	_, statErr := os.Stat(dir)
 	created := errors.Is(statErr, os.ErrNotExist)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("controller build %s: create cache directory: %w", s.Name, err)
 	}
 	tmp, err := os.MkdirTemp(dir, ".tmp-")
 	if err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("controller build %s: create temporary directory in the cache: %w", s.Name, err)
 	}
 	ok := false
 	defer func() {
@@ -330,14 +330,14 @@ func build(ctx context.Context, t target, s Spec, progress io.Writer) (Result, e
 		return Result{}, fmt.Errorf("build %s %s: %w", s.Name, t.binary, err)
 	}
 	if err := writeJSON(filepath.Join(tmp, "provenance.json"), prov); err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("controller build %s: %w", s.Name, err)
 	}
 	if err := os.Rename(filepath.Join(tmp, "provenance.json"), filepath.Join(dir, "provenance.json")); err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("controller build %s: store provenance: %w", s.Name, err)
 	}
 	// The binary is renamed last: its presence means the build completed.
 	if err := os.Rename(out, final); err != nil {
-		return Result{}, err
+		return Result{}, fmt.Errorf("controller build %s: store the binary: %w", s.Name, err)
 	}
 	ok = true
 	fmt.Fprintf(progress, ">> kcm %s: built in %s\n", s.Name, time.Since(start).Round(time.Second))
@@ -391,7 +391,7 @@ func test(ctx context.Context, t target, s Spec, out io.Writer, onStock bool) er
 			}
 			srcEnv, err := w.trimmedSourceEnv(mod)
 			if err != nil {
-				return err
+				return fmt.Errorf("test %s: %w", s.Name, err)
 			}
 			env = append(env, srcEnv...)
 		}

@@ -146,14 +146,14 @@ func kubeadmPatches(spec cluster.Spec) ([]string, error) {
 	for _, doc := range []map[string]any{kubelet, init} {
 		b, err := yaml.Marshal(doc)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("kind config: kubeadm patch %s: %w", doc["kind"], err)
 		}
 		patches = append(patches, string(b))
 	}
 	if len(controllerManager) > 0 {
 		b, err := yaml.Marshal(map[string]any{"kind": "ClusterConfiguration", "controllerManager": controllerManager})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("kind config: kubeadm patch ClusterConfiguration: %w", err)
 		}
 		patches = append(patches, string(b))
 	}

@@ -58,13 +58,13 @@ type controlPlane struct {
 func (c *Cluster) controlPlane(images map[string]string) (*controlPlane, error) {
 	all, err := c.kind.ListInternalNodes(c.name)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list the nodes of kind cluster %s: %w", c.name, err)
 	}
 	for _, n := range all {
 		if role, err := n.Role(); err == nil && role == "control-plane" {
 			cp := &controlPlane{c: c, node: n, pkiDir: filepath.Join(c.dir, "pki"), images: images}
 			if err := os.MkdirAll(cp.pkiDir, 0o755); err != nil {
-				return nil, err
+				return nil, fmt.Errorf("create the PKI directory of kind cluster %s: %w", c.name, err)
 			}
 			certPEM, err := cp.read("/etc/kubernetes/pki/ca.crt")
 			if err != nil {
@@ -105,7 +105,7 @@ func (cp *controlPlane) read(file string) ([]byte, error) {
 func (cp *controlPlane) writeManifest(name string, pod *corev1.Pod) error {
 	data, err := yaml.Marshal(pod)
 	if err != nil {
-		return err
+		return fmt.Errorf("encode static pod %s: %w", name, err)
 	}
 	tmp := "/etc/kubernetes/.strandlab-" + name + ".yaml"
 	if err := nodeutils.WriteFile(cp.node, tmp, string(data)); err != nil {
@@ -194,27 +194,27 @@ func (cp *controlPlane) startProxy(ctx context.Context, profile *fault.Profile, 
 	}
 	idCert, idKey := filepath.Join(cp.pkiDir, "kube-controller-manager.crt"), filepath.Join(cp.pkiDir, "kube-controller-manager.key")
 	if err := os.WriteFile(idCert, auth.ClientCertificateData, 0o644); err != nil {
-		return err
+		return fmt.Errorf("write kube-controller-manager's client certificate: %w", err)
 	}
 	if err := os.WriteFile(idKey, auth.ClientKeyData, 0o600); err != nil {
-		return err
+		return fmt.Errorf("write kube-controller-manager's client key: %w", err)
 	}
 	servingCert, servingKey, err := cp.ca.ServingCert(cp.pkiDir, "apiproxy", []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")})
 	if err != nil {
-		return err
+		return fmt.Errorf("issue the proxy's serving certificate: %w", err)
 	}
 	profileFile := filepath.Join(cp.c.dir, "proxy-profile.json")
 	data, err := json.Marshal(profile)
 	if err != nil {
-		return err
+		return fmt.Errorf("encode the proxy's fault profile: %w", err)
 	}
 	if err := os.WriteFile(profileFile, data, 0o644); err != nil {
-		return err
+		return fmt.Errorf("write the proxy's fault profile: %w", err)
 	}
 	kubeconfig := filepath.Join(cp.c.dir, "kube-controller-manager-via-proxy.kubeconfig")
 	if err := pki.WriteKubeconfig(kubeconfig, "kube-controller-manager", fmt.Sprintf("https://127.0.0.1:%d", proxyPort),
 		cp.inNode(cp.ca.CertFile), cp.inNode(idCert), cp.inNode(idKey)); err != nil {
-		return err
+		return fmt.Errorf("write kube-controller-manager's kubeconfig through the proxy: %w", err)
 	}
 	if err := cp.writeManifest("strandlab-apiproxy", cp.staticPod("strandlab-apiproxy", cp.images["apiproxy"], []string{
 		fmt.Sprintf("--bind=127.0.0.1:%d", proxyPort),
@@ -243,7 +243,7 @@ func (cp *controlPlane) startProxy(ctx context.Context, profile *fault.Profile, 
 	return poll(ctx, 3*time.Minute, "kube-controller-manager's requests pass the proxy", func(ctx context.Context) error {
 		counters, err := admin.Counters(ctx)
 		if err != nil {
-			return err
+			return fmt.Errorf("read the proxy's counters: %w", err)
 		}
 		for key, n := range counters.Requests {
 			if strings.Contains(key, "leases") && n > 0 {
@@ -261,16 +261,16 @@ func (cp *controlPlane) startExtender(ctx context.Context, admin kubernetes.Inte
 	configFile := filepath.Join(cp.c.dir, "pinning.json")
 	data, err := json.Marshal(config)
 	if err != nil {
-		return err
+		return fmt.Errorf("encode the pinning configuration: %w", err)
 	}
 	if err := os.WriteFile(configFile, data, 0o644); err != nil {
-		return err
+		return fmt.Errorf("write the pinning configuration: %w", err)
 	}
 	// The extender reads PVCs and pods as strandlab:pin-extender (its RBAC
 	// is manifests/extender/rbac.yaml).
 	kubeconfig, err := cp.ca.Kubeconfig(cp.pkiDir, "pin-extender", "https://127.0.0.1:6443", pki.Identity{CommonName: "strandlab:pin-extender"})
 	if err != nil {
-		return err
+		return fmt.Errorf("issue the pin-extender's kubeconfig: %w", err)
 	}
 	if err := inNodeKubeconfig(kubeconfig, cp.inNode); err != nil {
 		return err
@@ -284,7 +284,7 @@ func (cp *controlPlane) startExtender(ctx context.Context, admin kubernetes.Inte
 	schedConfig := filepath.Join(cp.c.dir, "kube-scheduler.yaml")
 	conf := config.SchedulerConfiguration("/etc/kubernetes/scheduler.conf", addr)
 	if err := os.WriteFile(schedConfig, []byte(conf), 0o644); err != nil {
-		return err
+		return fmt.Errorf("write the kube-scheduler configuration: %w", err)
 	}
 	sched, err := cp.readManifest("kube-scheduler")
 	if err != nil {
@@ -302,7 +302,7 @@ func (cp *controlPlane) startExtender(ctx context.Context, admin kubernetes.Inte
 		for _, name := range []string{"strandlab-pin-extender", "kube-scheduler"} {
 			pod, err := admin.CoreV1().Pods("kube-system").Get(ctx, name+"-"+cp.node.String(), metav1.GetOptions{})
 			if err != nil {
-				return err
+				return fmt.Errorf("get pod kube-system/%s-%s: %w", name, cp.node, err)
 			}
 			if name == "kube-scheduler" && !slices.Contains(pod.Spec.Containers[0].Command, "--config="+cp.inNode(schedConfig)) {
 				return fmt.Errorf("the kube-scheduler pod has not been replaced yet")
@@ -329,7 +329,7 @@ func podReady(pod *corev1.Pod) bool {
 func inNodeKubeconfig(file string, inNode func(string) string) error {
 	cfg, err := clientcmd.LoadFromFile(file)
 	if err != nil {
-		return err
+		return fmt.Errorf("load kubeconfig %s to rewrite its paths for the nodes: %w", file, err)
 	}
 	for _, cl := range cfg.Clusters {
 		cl.CertificateAuthority = inNode(cl.CertificateAuthority)

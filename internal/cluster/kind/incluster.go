@@ -75,7 +75,7 @@ func (c *Cluster) loadImages(ctx context.Context, images map[string]string) erro
 func (c *Cluster) LoadImages(ctx context.Context, tags ...string) error {
 	f, err := os.CreateTemp(c.dir, "images-*.tar")
 	if err != nil {
-		return err
+		return fmt.Errorf("create temporary image archive in %s: %w", c.dir, err)
 	}
 	archive := f.Name()
 	f.Close()
@@ -85,12 +85,12 @@ func (c *Cluster) LoadImages(ctx context.Context, tags ...string) error {
 	}
 	nodes, err := c.kind.ListInternalNodes(c.name)
 	if err != nil {
-		return err
+		return fmt.Errorf("list the nodes of kind cluster %s: %w", c.name, err)
 	}
 	for _, n := range nodes {
 		f, err := os.Open(archive)
 		if err != nil {
-			return err
+			return fmt.Errorf("load images into node %s: %w", n.String(), err)
 		}
 		err = nodeutils.LoadImageArchive(n, f)
 		f.Close()
@@ -117,7 +117,7 @@ func csiManifest(images map[string]string, driver string) []byte {
 func (c *Cluster) startCSI(ctx context.Context, admin kubernetes.Interface, images map[string]string, driver string) error {
 	driverObjects := bytes.ReplaceAll(manifests.CSIDriver, []byte(manifests.CSIDriverName), []byte(driver))
 	if err := apply.Create(ctx, admin, manifests.CSIRBAC, driverObjects, csiManifest(images, driver)); err != nil {
-		return err
+		return fmt.Errorf("create the CSI driver's objects: %w", err)
 	}
 	var last string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
@@ -163,7 +163,7 @@ func upstreamCSIManifest(driver string) []byte {
 func (c *Cluster) startUpstreamCSI(ctx context.Context, admin kubernetes.Interface, _ map[string]string, driver string) error {
 	driverObjects := bytes.ReplaceAll(manifests.CSIDriver, []byte(manifests.CSIDriverName), []byte(driver))
 	if err := apply.Create(ctx, admin, manifests.CSIRBAC, driverObjects, upstreamCSIManifest(driver)); err != nil {
-		return err
+		return fmt.Errorf("create the upstream CSI driver's objects: %w", err)
 	}
 	last := "the StatefulSet kube-system/csi-hostpath-upstream has no ready replica"
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
