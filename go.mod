@@ -41,8 +41,10 @@ require (
 	k8s.io/kubelet v0.37.2
 	k8s.io/utils v0.0.0-20260626114624-be93311217bd // indirect
 	sigs.k8s.io/e2e-framework v0.7.0
-	// The kind provider creates and deletes clusters through kind's Go
-	// library (internal/cluster/kind), not its CLI.
+	// The kind provider creates clusters with kind's CLI, built from this
+	// module (so the environment kind's create reads is that child's
+	// alone), and deletes, lists and exports them through its Go library
+	// (internal/cluster/kind).
 	sigs.k8s.io/kind v0.33.0
 	sigs.k8s.io/yaml v1.6.0
 )

@@ -7,6 +7,7 @@ package kind
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -31,7 +32,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 	kindcluster "sigs.k8s.io/kind/pkg/cluster"
-	kindexec "sigs.k8s.io/kind/pkg/exec"
+	"sigs.k8s.io/yaml"
 
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/apply"
@@ -59,6 +60,11 @@ type Provider struct {
 	// StartTimeout bounds the wait for Ready nodes after kind's create.
 	StartTimeout time.Duration
 
+	// kindCLI is the kind command line program (Prepare builds it from
+	// the sigs.k8s.io/kind module go.mod pins): clusters are created by
+	// it, as a child process, so that the environment kind's create reads
+	// is that child's alone (createCommand).
+	kindCLI string
 	// unprivileged is the directory of the docker front kind must find
 	// first in PATH when --privileged cannot work on this host (Prepare).
 	unprivileged string
@@ -146,9 +152,14 @@ func (p *Provider) Prepare(ctx context.Context) error {
 		return err
 	}
 	p.images = images
+	bin := filepath.Join(p.RepoRoot, "_output", "bin")
+	if err := p.goBuild(ctx, filepath.Join(bin, "kind"), "sigs.k8s.io/kind"); err != nil {
+		return err
+	}
+	p.kindCLI = filepath.Join(bin, "kind")
 	docker, err := exec.LookPath("docker")
 	if err != nil {
-		return err
+		return fmt.Errorf("kind provider: find the docker client: %w", err)
 	}
 	p.realDocker = docker
 	// The smallest test of kind's --privileged: a container of the node
@@ -161,13 +172,22 @@ func (p *Provider) Prepare(ctx context.Context) error {
 		return fmt.Errorf("kind provider: a --privileged container of %s does not start: %s", p.NodeImage, firstLine(probe.Result()))
 	}
 	klog.V(1).InfoS("This Docker cannot run --privileged containers; kind runs through the unprivileged docker front", "reason", firstLine(probe.Result()))
-	dir := filepath.Join(p.RepoRoot, "_output", "bin", "kind-docker")
-	build := exec.CommandContext(ctx, "go", "build", "-o", filepath.Join(dir, "docker"), "./tools/kind-docker")
-	build.Dir = p.RepoRoot
-	if out, err := build.CombinedOutput(); err != nil {
-		return fmt.Errorf("build tools/kind-docker: %v: %s", err, out)
+	dir := filepath.Join(bin, "kind-docker")
+	if err := p.goBuild(ctx, filepath.Join(dir, "docker"), "./tools/kind-docker"); err != nil {
+		return err
 	}
 	p.unprivileged = dir
+	return nil
+}
+
+// goBuild builds a Go program of the checkout's module graph (go build's
+// cache makes a repeat quick).
+func (p *Provider) goBuild(ctx context.Context, out, pkg string) error {
+	build := exec.CommandContext(ctx, "go", "build", "-o", out, pkg)
+	build.Dir = p.RepoRoot
+	if output, err := build.CombinedOutput(); err != nil {
+		return fmt.Errorf("kind provider: go build %s: %w: %s", pkg, err, lastLines(string(output), 5))
+	}
 	return nil
 }
 
@@ -188,27 +208,41 @@ func (p *Provider) buildNodeImage(ctx context.Context, progress io.Writer) (stri
 // remove it without touching a user's other kind clusters.
 const networkName = "strandlab-kind"
 
-// kindEnvironment configures kind's library, which reads its settings from
-// the process environment only (its exec package runs `docker` from PATH
-// and has no other seam): the network, and on hosts that cannot run
-// --privileged containers the unprivileged docker front first in PATH. The
-// values are the same for every cluster, so it is done once.
-var kindEnvironment sync.Once
+// createCommand is `kind create cluster` for one cluster, as a child
+// process with the environment kind's create reads, set for that child
+// alone: kind's library takes its Docker network from the process
+// environment (the docker provider's Provision reads
+// KIND_EXPERIMENTAL_DOCKER_NETWORK) and runs `docker` from PATH (its exec
+// package's DefaultCmder has no other seam), so in-process it would have
+// to change strandlab's own environment.
+func (p *Provider) createCommand(ctx context.Context, name, config, kubeconfig string) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, p.kindCLI, "create", "cluster", "--name", name, "--config", config,
+		"--image", p.NodeImage, "--kubeconfig", kubeconfig, "--wait", "0s",
+		// Kept on failure so that the nodes' logs can be saved first;
+		// Start's cleanup deletes them.
+		"--retain")
+	cmd.Env = append(os.Environ(), p.createEnvironment(os.Getenv("PATH"))...)
+	return cmd
+}
 
-func (p *Provider) configureKind() {
-	kindEnvironment.Do(func() {
-		os.Setenv("KIND_EXPERIMENTAL_DOCKER_NETWORK", networkName)
+// createEnvironment is what kind's create is told through its environment
+// (path: the PATH it would otherwise inherit).
+func (p *Provider) createEnvironment(path string) []string {
+	env := []string{
+		"KIND_EXPERIMENTAL_PROVIDER=docker",
+		"KIND_EXPERIMENTAL_DOCKER_NETWORK=" + networkName,
 		// kind's node entrypoint picks the fuse-overlayfs snapshotter when
 		// the node's root is a FUSE mount (Docker's fuse-overlayfs storage
 		// driver) and stops for want of it; overlayfs works everywhere kind
 		// runs, since the node's /var (containerd's store) is a volume.
 		// kind passes this variable on to its nodes.
-		os.Setenv("KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER", "overlayfs")
-		if p.unprivileged != "" {
-			os.Setenv("STRANDLAB_REAL_DOCKER", p.realDocker)
-			os.Setenv("PATH", p.unprivileged+string(os.PathListSeparator)+os.Getenv("PATH"))
-		}
-	})
+		"KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=overlayfs",
+	}
+	if p.unprivileged != "" {
+		env = append(env, "STRANDLAB_REAL_DOCKER="+p.realDocker,
+			"PATH="+p.unprivileged+string(os.PathListSeparator)+path)
+	}
+	return env
 }
 
 // removeNetwork removes strandlab's kind network when no container is
@@ -251,13 +285,23 @@ const (
 	dirPrefix = "strandlab-kind-"
 )
 
-// Start creates the kind cluster and waits until every node is Ready.
+// startAction is one named part of a kind cluster's start; a failure is
+// reported with its name ("start kind cluster sl-x: load images into the
+// nodes: ...").
+type startAction struct {
+	name string
+	run  func(context.Context) error
+}
+
+// Start creates the kind cluster and waits until every node is Ready, as
+// a list of named actions; on any failure the nodes' logs are saved and
+// everything started is removed, in one place.
 func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Cluster, err error) {
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if p.NodeImage == "" || p.images == nil {
-		return nil, errors.New("kind provider: no node image (call Prepare first)")
+	if p.NodeImage == "" || p.images == nil || p.kindCLI == "" {
+		return nil, errors.New("kind provider: not prepared (call Prepare first)")
 	}
 	if err := p.CheckSpec(spec); err != nil {
 		return nil, fmt.Errorf("kind provider: %w", err)
@@ -267,124 +311,102 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 			return nil, fmt.Errorf("kind provider: controller manager %q: not a file (%v)", spec.ControllerManager, err)
 		}
 	}
-	p.configureKind()
 	dir, err := os.MkdirTemp("", dirPrefix)
 	if err != nil {
-		return nil, err
-	}
-	// The nodes mount the directory; docker's daemon reads it as root.
-	if err := os.Chmod(dir, 0o755); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("kind provider: create the state directory: %w", err)
 	}
 	name := kindName(spec.Name, filepath.Base(dir))
 	c := &Cluster{name: name, dir: dir, keep: spec.Keep, kubeconfig: filepath.Join(dir, "kubeconfig"), outputDir: spec.OutputDir,
 		kind: kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(newKindLogger(p.Progress)))}
+	created := false // kind's create ran: there may be nodes, and logs
 	defer func() {
-		if err != nil {
-			c.keep = false
-			if stopErr := c.Stop(context.Background()); stopErr != nil {
-				err = errors.Join(err, stopErr)
-			}
+		if err == nil {
+			return
+		}
+		if created {
+			c.collectLogs(spec.OutputDir)
+		}
+		c.keep = false
+		if stopErr := c.Stop(context.Background()); stopErr != nil {
+			err = errors.Join(err, stopErr)
 		}
 	}()
-	marker, err := ownership.NewMarker(Name, spec.Keep)
-	if err != nil {
-		return nil, err
+	var (
+		cfgPath = filepath.Join(dir, "kind-config.yaml")
+		admin   kubernetes.Interface
+	)
+	actions := []startAction{
+		{"write the state directory " + dir, func(context.Context) error {
+			return c.writeState(spec, cfgPath)
+		}},
+		{"create the nodes (kind create cluster)", func(ctx context.Context) error {
+			created = true
+			return p.create(ctx, name, cfgPath, c.kubeconfig)
+		}},
+		{"connect to the API server", func(context.Context) error {
+			restConfig, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
+			if err != nil {
+				return err
+			}
+			// It was client-go's 5 QPS here until the soak-kind shard of
+			// seed 3, whose harness logged its deletes waiting 1.2 s in the
+			// client.
+			cluster.HarnessRateLimits(restConfig)
+			c.restConfig = restConfig
+			admin, err = kubernetes.NewForConfig(restConfig)
+			return err
+		}},
+		{"wait for Ready nodes", func(ctx context.Context) error {
+			timeout := p.StartTimeout
+			if timeout == 0 {
+				timeout = defaultStartTimeout
+			}
+			nodes, err := waitForNodes(ctx, admin, spec.Nodes, timeout)
+			c.nodes = nodes
+			return err
+		}},
+		{"load the in-cluster images into the nodes", func(ctx context.Context) error {
+			return c.loadImages(ctx, p.images)
+		}},
+		{"start the CSI driver", func(ctx context.Context) error {
+			driver := spec.CSIDriverName
+			if driver == "" {
+				driver = manifests.CSIDriverName
+			}
+			if spec.CSIDeployment == cluster.CSIUpstream {
+				return c.startUpstreamCSI(ctx, admin, p.images, driver)
+			}
+			return c.startCSI(ctx, admin, p.images, driver)
+		}},
 	}
-	marker.KindCluster = name
-	if err := ownership.WriteMarker(dir, marker); err != nil {
-		return nil, err
-	}
-	csiState := filepath.Join(dir, "csi")
-	if err := os.MkdirAll(csiState, 0o755); err != nil {
-		return nil, err
-	}
-	layout := Layout{StateDir: dir, CSIStateDir: csiState}
-	if spec.Proxy != nil {
-		if layout.ProxyAdminPort, err = freePort(); err != nil {
-			return nil, err
-		}
-		c.proxyAdmin = fmt.Sprintf("http://127.0.0.1:%d", layout.ProxyAdminPort)
-	}
-	cfg, err := RenderConfig(spec, layout)
-	if err != nil {
-		return nil, err
-	}
-	cfg.Name = name
-	begin := time.Now()
-	// kind's create takes no context; it bounds its own steps.
-	if err := c.kind.Create(name,
-		kindcluster.CreateWithV1Alpha4Config(cfg),
-		kindcluster.CreateWithNodeImage(p.NodeImage),
-		kindcluster.CreateWithKubeconfigPath(c.kubeconfig),
-		kindcluster.CreateWithWaitForReady(0),
-		kindcluster.CreateWithDisplayUsage(false),
-		kindcluster.CreateWithDisplaySalutation(false),
-		// Kept on failure so that the nodes' logs can be saved first;
-		// Stop (deferred above) deletes them.
-		kindcluster.CreateWithRetain(true),
-	); err != nil {
-		c.collectLogs(spec.OutputDir)
-		if run := kindexec.RunErrorForError(err); run != nil {
-			return nil, fmt.Errorf("kind create cluster %s: %w; the failing command said:\n%s", name, err, failureLines(string(run.Output), 12))
-		}
-		return nil, fmt.Errorf("kind create cluster %s: %w", name, err)
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	if c.restConfig, err = clientcmd.BuildConfigFromFlags("", c.kubeconfig); err != nil {
-		return nil, err
-	}
-	// It was client-go's 5 QPS here until the soak-kind shard of seed 3,
-	// whose harness logged its deletes waiting 1.2 s in the client.
-	cluster.HarnessRateLimits(c.restConfig)
-	admin, err := kubernetes.NewForConfig(c.restConfig)
-	if err != nil {
-		return nil, err
-	}
-	timeout := p.StartTimeout
-	if timeout == 0 {
-		timeout = defaultStartTimeout
-	}
-	if c.nodes, err = waitForNodes(ctx, admin, spec.Nodes, timeout); err != nil {
-		c.collectLogs(spec.OutputDir)
-		return nil, fmt.Errorf("kind cluster %s: %w", name, err)
-	}
-	driver := spec.CSIDriverName
-	if driver == "" {
-		driver = manifests.CSIDriverName
-	}
-	if err := c.loadImages(ctx, p.images); err != nil {
-		return nil, err
-	}
-	startCSI := c.startCSI
-	if spec.CSIDeployment == cluster.CSIUpstream {
-		startCSI = c.startUpstreamCSI
-	}
-	if err := startCSI(ctx, admin, p.images, driver); err != nil {
-		c.collectLogs(spec.OutputDir)
-		return nil, fmt.Errorf("kind cluster %s: %w", name, err)
-	}
-	if spec.Pinning != nil || spec.Proxy != nil {
-		cp, err := c.controlPlane(p.images)
-		if err != nil {
-			return nil, err
-		}
-		if spec.Pinning != nil {
+	if spec.Pinning != nil {
+		actions = append(actions, startAction{"start the pinning extender", func(ctx context.Context) error {
+			cp, err := c.controlPlane(p.images)
+			if err != nil {
+				return err
+			}
 			if err := apply.Create(ctx, admin, manifests.ExtenderRBAC); err != nil {
-				return nil, err
+				return err
 			}
-			if err := cp.startExtender(ctx, admin, spec.Pinning); err != nil {
-				c.collectLogs(spec.OutputDir)
-				return nil, fmt.Errorf("kind cluster %s: pinning extender: %w", name, err)
+			return cp.startExtender(ctx, admin, spec.Pinning)
+		}})
+	}
+	if spec.Proxy != nil {
+		actions = append(actions, startAction{"start the throttling proxy", func(ctx context.Context) error {
+			cp, err := c.controlPlane(p.images)
+			if err != nil {
+				return err
 			}
+			return cp.startProxy(ctx, spec.Proxy, proxy.AdminClient{Base: c.proxyAdmin})
+		}})
+	}
+	begin := time.Now()
+	for _, a := range actions {
+		if err := a.run(ctx); err != nil {
+			return nil, fmt.Errorf("start kind cluster %s: %s: %w", name, a.name, err)
 		}
-		if spec.Proxy != nil {
-			if err := cp.startProxy(ctx, spec.Proxy, proxy.AdminClient{Base: c.proxyAdmin}); err != nil {
-				c.collectLogs(spec.OutputDir)
-				return nil, fmt.Errorf("kind cluster %s: throttling proxy: %w", name, err)
-			}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("start kind cluster %s: after %s: %w", name, a.name, err)
 		}
 	}
 	c.started = time.Since(begin)
@@ -394,6 +416,88 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	c.components = p.components(ctx, admin, spec)
 	klog.V(1).InfoS("kind cluster ready", "name", name, "nodes", len(c.nodes), "startSeconds", c.started.Seconds(), "dir", dir)
 	return c, nil
+}
+
+// writeState fills the cluster's state directory: the ownership marker,
+// the CSI driver's state, and kind's configuration (cfgPath), with a host
+// port for the proxy's admin server when the spec asks for a proxy.
+func (c *Cluster) writeState(spec cluster.Spec, cfgPath string) error {
+	// The nodes mount the directory; docker's daemon reads it as root.
+	if err := os.Chmod(c.dir, 0o755); err != nil {
+		return err
+	}
+	marker, err := ownership.NewMarker(Name, spec.Keep)
+	if err != nil {
+		return err
+	}
+	marker.KindCluster = c.name
+	if err := ownership.WriteMarker(c.dir, marker); err != nil {
+		return err
+	}
+	csiState := filepath.Join(c.dir, "csi")
+	if err := os.MkdirAll(csiState, 0o755); err != nil {
+		return err
+	}
+	layout := Layout{StateDir: c.dir, CSIStateDir: csiState}
+	if spec.Proxy != nil {
+		if layout.ProxyAdminPort, err = freePort(); err != nil {
+			return err
+		}
+		c.proxyAdmin = fmt.Sprintf("http://127.0.0.1:%d", layout.ProxyAdminPort)
+	}
+	cfg, err := RenderConfig(spec, layout)
+	if err != nil {
+		return err
+	}
+	cfg.Name = c.name
+	doc, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("kind configuration: %w", err)
+	}
+	return os.WriteFile(cfgPath, doc, 0o644)
+}
+
+// create runs kind's create (createCommand), its progress lines to the
+// provider's progress writer; a failure carries the lines of kind's
+// output that say what failed (kubeadm's, when a node command failed).
+func (p *Provider) create(ctx context.Context, name, cfgPath, kubeconfig string) error {
+	var output bytes.Buffer
+	cmd := p.createCommand(ctx, name, cfgPath, kubeconfig)
+	progress := &progressLines{w: p.Progress}
+	cmd.Stdout = io.MultiWriter(&output, progress)
+	cmd.Stderr = cmd.Stdout
+	err := cmd.Run()
+	progress.flush()
+	if err != nil {
+		return fmt.Errorf("%w; kind said:\n%s", err, failureLines(output.String(), 12))
+	}
+	return nil
+}
+
+// progressLines writes kind's output to w a line at a time, as the
+// in-process logger did (">> kind: ...").
+type progressLines struct {
+	w       io.Writer
+	partial []byte
+}
+
+func (l *progressLines) Write(b []byte) (int, error) {
+	l.partial = append(l.partial, b...)
+	for {
+		i := bytes.IndexByte(l.partial, '\n')
+		if i < 0 {
+			return len(b), nil
+		}
+		newKindLogger(l.w).V(0).Info(string(l.partial[:i]))
+		l.partial = l.partial[i+1:]
+	}
+}
+
+func (l *progressLines) flush() {
+	if len(l.partial) > 0 {
+		newKindLogger(l.w).V(0).Info(string(l.partial))
+		l.partial = nil
+	}
 }
 
 // waitForNodes polls until want worker nodes (nodes without the
