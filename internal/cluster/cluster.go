@@ -5,6 +5,7 @@ package cluster
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -56,7 +57,7 @@ type Spec struct {
 	Proxy *fault.Profile
 	// ControllerManager is the kube-controller-manager binary to run (the
 	// controller build under test); empty runs the provider's own. Only a
-	// ControllerBuildRunner accepts it.
+	// provider with Capabilities.ControllerBuilds accepts it.
 	ControllerManager string
 	// ControllerManagerArgs are extra kube-controller-manager flags (a later
 	// flag of the same name wins over the provider's default).
@@ -129,6 +130,140 @@ type Provider interface {
 	Available(ctx context.Context) error
 	// Start brings a cluster up from spec, or fails leaving nothing behind.
 	Start(ctx context.Context, spec Spec) (Cluster, error)
+	// Capabilities says what the provider can do. It is data, constant
+	// for the provider, and answered without touching anything.
+	Capabilities() Capabilities
+}
+
+// Capabilities is what a provider can do, stated as data and checked in one
+// place (CheckSpec, CheckScenario) instead of by the provider's name or by
+// optional marker interfaces — the way kind's internal providers answer
+// Info() with a ProviderInfo that its create checks
+// (sigs.k8s.io/kind pkg/cluster/internal/providers/provider.go).
+type Capabilities struct {
+	// ControllerBuilds: Spec.ControllerManager, the build under test, runs
+	// as the cluster's kube-controller-manager, with
+	// Spec.ControllerManagerArgs. Without it the cluster's own controller
+	// runs and only the stock build can be measured.
+	ControllerBuilds bool
+	// Proxy: the throttling proxy can be put between the controller and
+	// the API server (Spec.Proxy).
+	Proxy bool
+	// PinningExtender: the pinning scheduler extender can be run and
+	// kube-scheduler made to call it (Spec.Pinning).
+	PinningExtender bool
+	// SimulatedKubelets: the nodes run kubelet-sim, which can be told the
+	// runtime timings it draws from (Spec.RuntimeTimings) and to record
+	// FailedMount on a timeout (Spec.FailedMountOnTimeout).
+	SimulatedKubelets bool
+	// OwnKubelets: the provider configures its kubelets (node status
+	// frequencies); an existing cluster's keep their own.
+	OwnKubelets bool
+	// OwnCSIDriver: the provider installs strandlab's CSI driver and its
+	// StorageClass, and a scenario's volumes use that class; without it
+	// they use a class the cluster already has (cluster.storageClass).
+	OwnCSIDriver bool
+	// NodeNames, when not nil, names the n worker nodes a cluster will
+	// have before it starts (local: node-1..node-n), so a scenario's pins
+	// are checked against them up front; nil: only the started cluster
+	// says.
+	NodeNames func(n int) []string
+}
+
+// CheckSpec refuses, by the spec field's name, what a provider with these
+// capabilities cannot do with spec. A provider may refuse more
+// (SpecChecker).
+func (c Capabilities) CheckSpec(spec Spec) error {
+	var errs []error
+	refuse := func(field, what string) {
+		errs = append(errs, fmt.Errorf("%s: %s", field, what))
+	}
+	if !c.ControllerBuilds {
+		if spec.ControllerManager != "" {
+			refuse("builds", fmt.Sprintf("a controller build needs its own kube-controller-manager (%s); the provider measures the cluster's own controller (builds: [stock])", spec.ControllerManager))
+		}
+		if len(spec.ControllerManagerArgs) > 0 {
+			refuse("builds", fmt.Sprintf("kube-controller-manager flags %v cannot be given to the cluster's own controller", spec.ControllerManagerArgs))
+		}
+	}
+	if !c.Proxy {
+		// A proxy that holds nothing back (`proxy: {}`) is no proxy: the
+		// run goes without one (ProxyHoldsBack).
+		const why = "needs strandlab's throttling proxy between the cluster's kube-controller-manager and its API server, which the provider cannot put there (a managed control plane cannot be re-pointed)"
+		for _, field := range proxyFields(spec.Proxy) {
+			if field == "proxy.rules" {
+				refuse(field, fmt.Sprintf("%d fault rule(s); each %s", len(spec.Proxy.Rules), why))
+				continue
+			}
+			refuse(field, why)
+		}
+	}
+	if spec.Pinning != nil && !c.PinningExtender {
+		refuse("scheduling.pinning", "needs strandlab's pinning extender and a kube-scheduler configured to call it, which the provider cannot configure (a managed control plane does not allow it); use pinning: none (the cluster's scheduler places the pods)")
+	}
+	const kubelets = "configures strandlab's simulated kubelets; the cluster's kubelets keep their own configuration"
+	if !c.OwnKubelets {
+		if spec.NodeStatusUpdateFrequency != 0 {
+			refuse("cluster.nodeStatusUpdateFrequency", kubelets)
+		}
+		if spec.NodeStatusReportFrequency != 0 {
+			refuse("cluster.nodeStatusReportFrequency", kubelets)
+		}
+	}
+	if !c.SimulatedKubelets {
+		if spec.FailedMountOnTimeout {
+			refuse("cluster.failedMountOnTimeout", "only simulated kubelets can be told; real kubelets record what their version records")
+		}
+		if spec.RuntimeTimings != "" {
+			refuse("--runtime-timings", "the provider's kubelets are real and their container runtime takes what it takes; runtime timings are drawn by simulated kubelets")
+		}
+	}
+	if !c.OwnCSIDriver {
+		if spec.CSIDeployment != "" {
+			refuse("--csi-driver", spec.CSIDeployment+" deploys a CSI driver, which the provider does not install; the volumes come from the cluster's cluster.storageClass")
+		}
+		if spec.CSIDriverName != "" {
+			refuse("cluster.csiDriver", "names strandlab's own CSI driver, which the provider does not install; the volumes come from the cluster's cluster.storageClass")
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// proxyFields are the fields of a proxy profile that hold something back;
+// none for a profile without faults, or without a proxy.
+func proxyFields(p *fault.Profile) []string {
+	if p == nil {
+		return nil
+	}
+	var fields []string
+	if len(p.Rules) > 0 {
+		fields = append(fields, "proxy.rules")
+	}
+	for _, f := range []struct {
+		field string
+		set   bool
+	}{{"proxy.requestLatency", !p.RequestLatency.IsZero()}, {"proxy.qps", p.QPS != 0}, {"proxy.burst", p.Burst != 0}, {"proxy.queueLimit", p.QueueLimit != 0}} {
+		if f.set {
+			fields = append(fields, f.field)
+		}
+	}
+	return fields
+}
+
+// ProxyHoldsBack is whether a proxy profile holds anything back; one that
+// does not (`proxy: {}`) is accepted by a provider without Proxy, whose
+// run then goes without a proxy.
+func ProxyHoldsBack(p *fault.Profile) bool { return len(proxyFields(p)) > 0 }
+
+// CheckSpec is everything provider refuses of spec: what its capabilities
+// rule out, then what it refuses itself (SpecChecker), each refusal on a
+// line of its own naming its field.
+func CheckSpec(provider Provider, spec Spec) error {
+	err := provider.Capabilities().CheckSpec(spec)
+	if checker, ok := provider.(SpecChecker); ok {
+		err = errors.Join(err, checker.CheckSpec(spec))
+	}
+	return err
 }
 
 // Optional abilities. A provider or a cluster implements those it has; the
@@ -142,17 +277,10 @@ type Preparer interface {
 	Prepare(ctx context.Context) error
 }
 
-// ControllerBuildRunner is a provider that can run a given
-// kube-controller-manager binary (Spec.ControllerManager) instead of its
-// own: the controller build under test.
-type ControllerBuildRunner interface {
-	RunsControllerBuilds()
-}
-
-// SpecChecker is a provider that refuses some specs outright (the existing
-// provider cannot run a proxy, an extender or a controller build on a
-// cluster it did not create; kind cannot start more nodes than the Docker
-// host's inotify limit holds). runner.Prepare calls CheckSpec with the
+// SpecChecker is a provider that refuses some specs beyond what its
+// Capabilities rule out (the existing provider needs a namespace and a
+// StorageClass; kind cannot start more nodes than the Docker host's
+// inotify limit holds). runner.Prepare calls CheckSpec with the
 // spec each build would start with, before any cluster is touched; the
 // error names what is refused by its scenario field.
 type SpecChecker interface {
@@ -279,6 +407,17 @@ func NewRegistry(providers ...Provider) *Registry {
 
 // Names lists the registered providers in registration order.
 func (r *Registry) Names() []string { return append([]string(nil), r.names...) }
+
+// Capabilities returns what the provider called name can do, without
+// asking whether it is available here (checking a scenario file needs no
+// Docker, no kubeconfig).
+func (r *Registry) Capabilities(name string) (Capabilities, error) {
+	p, ok := r.providers[name]
+	if !ok {
+		return Capabilities{}, fmt.Errorf("provider %q: unknown (known: %s)", name, strings.Join(r.names, ", "))
+	}
+	return p.Capabilities(), nil
+}
 
 // Lookup returns the provider called name and checks that it is available
 // on this machine: an unknown or unavailable provider is an error naming it

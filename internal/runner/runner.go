@@ -142,18 +142,20 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: cluster.provider: %w", opts.ScenarioPath, err)
 	}
-	if _, ok := provider.(cluster.ControllerBuildRunner); !ok && !slices.Equal(sc.Builds, []string{kcmbuild.Stock}) {
+	caps := provider.Capabilities()
+	if !caps.ControllerBuilds && !slices.Equal(sc.Builds, []string{kcmbuild.Stock}) {
 		return nil, fmt.Errorf("scenario %s: builds: provider %q runs the cluster's own controller, not builds %v", opts.ScenarioPath, provider.Name(), sc.Builds)
 	}
-	// A provider that refuses some specs (existing: no proxy faults, no
-	// extender) sees the spec each build would start with, before any
-	// cluster is touched. The controller binary is not known yet (it is
-	// built in Run); builds are checked above.
-	if checker, ok := provider.(cluster.SpecChecker); ok {
-		for _, b := range sc.Builds {
-			if err := checker.CheckSpec(clusterSpec(sc, b, "", opts.OutputDir, false, opts)); err != nil {
-				return nil, fmt.Errorf("scenario %s: provider %q cannot run it:\n%w", opts.ScenarioPath, provider.Name(), err)
-			}
+	if err := caps.CheckScenario(sc); err != nil {
+		return nil, fmt.Errorf("scenario %s: provider %q cannot run it:\n%w", opts.ScenarioPath, provider.Name(), err)
+	}
+	// What the provider refuses (its capabilities, and a SpecChecker's
+	// own refusals) is checked on the spec each build would start with,
+	// before any cluster is touched. The controller binary is not known
+	// yet (it is built in Run); builds are checked above.
+	for _, b := range sc.Builds {
+		if err := cluster.CheckSpec(provider, clusterSpec(sc, b, "", opts.OutputDir, false, opts)); err != nil {
+			return nil, fmt.Errorf("scenario %s: provider %q cannot run it:\n%w", opts.ScenarioPath, provider.Name(), err)
 		}
 	}
 	seen := map[string]bool{}
@@ -167,7 +169,7 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 		}
 		// A diff that does not apply fails here, before a report
 		// directory, latest/ or a cluster exists.
-		if _, ok := provider.(cluster.ControllerBuildRunner); ok {
+		if caps.ControllerBuilds {
 			if err := kcmbuild.Check(ctx, opts.RepoRoot, b); err != nil {
 				return nil, fmt.Errorf("builds[%d]: %w", i, err)
 			}
@@ -225,7 +227,7 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 	// allowed it stock alone) needs no binary: its build is the cluster's.
 	controllers := map[string]kcmbuild.Result{}
 	for _, build := range sc.Builds {
-		if _, ok := provider.(cluster.ControllerBuildRunner); !ok {
+		if !provider.Capabilities().ControllerBuilds {
 			controllers[build] = kcmbuild.Result{Provenance: provenance.ControllerBuild{Module: ClusterOwnController}}
 			continue
 		}
@@ -267,7 +269,7 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider cluster.Provider, build string, controller kcmbuild.Result, outDir string,
 	rep *report.Report, save func() error, keep bool, phase *string) (*report.Build, error) {
 	*phase = PhaseClusterStart
-	if _, ok := provider.(cluster.ControllerBuildRunner); ok {
+	if provider.Capabilities().ControllerBuilds {
 		fmt.Fprintf(opts.Progress, ">> build %s: starting a %d-node %s cluster\n", build, sc.Cluster.Nodes, provider.Name())
 	} else {
 		fmt.Fprintf(opts.Progress, ">> build %s: the %s cluster's own controller, at least %d schedulable nodes\n", build, provider.Name(), sc.Cluster.Nodes)

@@ -37,8 +37,8 @@ churn: {cycles: 3}
 
 func TestPrepare(t *testing.T) {
 	registry := cluster.NewRegistry(
-		clustertest.BuildsProvider{Provider: clustertest.Provider{ProviderName: "local"}},
-		clustertest.BuildsProvider{Provider: clustertest.Provider{ProviderName: "kind", Missing: errors.New("docker: cannot connect to the daemon")}},
+		clustertest.Provider{ProviderName: "local", Abilities: clustertest.Everything},
+		clustertest.Provider{ProviderName: "kind", Missing: errors.New("docker: cannot connect to the daemon"), Abilities: clustertest.Everything},
 		clustertest.Provider{ProviderName: "existing"},
 	)
 	seven := int64(7)
@@ -63,7 +63,7 @@ func TestPrepare(t *testing.T) {
 				}
 			}},
 		{name: "a provider the scenario format does not know", scenario: minimal, opts: Options{Cycles: -1, Provider: "minikube"},
-			want: `cluster.provider: "minikube" is not one of local, kind, existing`},
+			want: `cluster.provider: provider "minikube": unknown (known: local, kind, existing)`},
 		{name: "a provider this harness was built without", scenario: minimal, opts: Options{Cycles: -1, Provider: "existing"}, registry: cluster.NewRegistry(clustertest.Provider{ProviderName: "local"}),
 			want: `cluster.provider: provider "existing": unknown (known: local)`},
 		{name: "unavailable provider names what is missing", scenario: minimal, opts: Options{Cycles: -1, Provider: "kind"},
@@ -187,7 +187,7 @@ func (p checking) CheckSpec(s cluster.Spec) error {
 // and refuses, before any cluster is touched, naming the scenario fields.
 func TestPrepareAsksTheSpecChecker(t *testing.T) {
 	var asked []cluster.Spec
-	registry := cluster.NewRegistry(clustertest.BuildsProvider{Provider: clustertest.Provider{ProviderName: "local"}},
+	registry := cluster.NewRegistry(clustertest.Provider{ProviderName: "local", Abilities: clustertest.Everything},
 		checking{Provider: clustertest.Provider{ProviderName: "existing"}, asked: &asked})
 	plain := strings.Replace(minimal, "provider: local", "provider: existing", 1)
 	tests := []struct {

@@ -320,10 +320,11 @@ func (s *Scenario) Validate() error {
 			return err
 		}
 	}
-	switch s.Cluster.Provider {
-	case "local", "kind", "existing":
-	default:
-		return fmt.Errorf("cluster.provider: %q is not one of local, kind, existing", s.Cluster.Provider)
+	// Which providers exist, and what each can do, is the registry's
+	// (cluster.Capabilities.CheckScenario); a name is all a file can be
+	// checked for alone.
+	if !dnsLabel.MatchString(s.Cluster.Provider) {
+		return fmt.Errorf("cluster.provider: %q is not a provider name (lower-case letters, digits, '-')", s.Cluster.Provider)
 	}
 	if s.Cluster.Nodes < 1 || s.Cluster.Nodes > 100 {
 		return fmt.Errorf("cluster.nodes: %d out of range [1, 100]", s.Cluster.Nodes)
@@ -341,12 +342,6 @@ func (s *Scenario) Validate() error {
 		if !dnsSubdomain.MatchString(c) {
 			return fmt.Errorf("cluster.storageClass: %q is not a valid StorageClass name (DNS subdomain: lower-case letters, digits, '-', '.', at most 253 characters)", c)
 		}
-		if c != manifests.StorageClassName && s.Cluster.Provider != "existing" {
-			return fmt.Errorf("cluster.storageClass: %q: the %s provider's only class is %s (strandlab's CSI driver); another class is for the existing provider", c, s.Cluster.Provider, manifests.StorageClassName)
-		}
-	}
-	if s.Cluster.FailedMountOnTimeout && s.Cluster.Provider != "local" {
-		return fmt.Errorf("cluster.failedMountOnTimeout: only the local provider's simulated kubelets can be told; the %s provider's kubelets record what their version records", s.Cluster.Provider)
 	}
 	if len(s.Workload.StatefulSets) == 0 {
 		return errors.New("workload.statefulSets: at least one StatefulSet is required")
@@ -466,16 +461,6 @@ func (s *Scenario) churnedPods() int {
 	return n
 }
 
-// LocalNodeNames are the nodes of the local provider's cluster for this
-// scenario: node-1 to node-N.
-func (s *Scenario) LocalNodeNames() []string {
-	names := make([]string, s.Cluster.Nodes)
-	for i := range names {
-		names[i] = fmt.Sprintf("node-%d", i+1)
-	}
-	return names
-}
-
 // CheckExpectKeys refuses an expect key that names no build: a typo
 // (`fixx:`) would leave the real build without its band and let --check
 // pass. known are the controller builds that exist (stock and the
@@ -549,11 +534,9 @@ func (s *Scenario) validateScheduling(statefulSets map[string]bool) error {
 		if p.Node == "" {
 			return fmt.Errorf("%s.node: must not be empty", path)
 		}
-		// The local provider's nodes are node-1..node-N; kind's and an
-		// existing cluster's are checked once the cluster is up.
-		if s.Cluster.Provider == "local" && !slices.Contains(s.LocalNodeNames(), p.Node) {
-			return fmt.Errorf("%s.node: %q is not a node of the local provider's cluster (node-1 to node-%d)", path, p.Node, s.Cluster.Nodes)
-		}
+		// A provider that names its nodes up front checks the pins
+		// against them (cluster.Capabilities.CheckScenario); the others
+		// once the cluster is up.
 	}
 	if err := sch.ExtenderLatency.Validate(); err != nil {
 		return fmt.Errorf("scheduling.extenderLatency.%w", err)

@@ -431,12 +431,24 @@ func validateCommand() *cobra.Command {
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var errs []error
+			// Only what each provider can do is asked of the registry:
+			// nothing here needs Docker or a kubeconfig.
+			registry := providers("", io.Discard, &existing.Provider{})
 			for _, f := range args {
 				sc, err := scenario.Load(f)
 				if err == nil {
 					err = sc.CheckExpectKeys(knownBuilds())
 					if err != nil {
 						err = fmt.Errorf("scenario %s: %w", f, err)
+					}
+				}
+				if err == nil {
+					caps, lookupErr := registry.Capabilities(sc.Cluster.Provider)
+					switch {
+					case lookupErr != nil:
+						err = fmt.Errorf("scenario %s: cluster.provider: %w", f, lookupErr)
+					case caps.CheckScenario(sc) != nil:
+						err = fmt.Errorf("scenario %s: provider %q cannot run it:\n%w", f, sc.Cluster.Provider, caps.CheckScenario(sc))
 					}
 				}
 				if err != nil {

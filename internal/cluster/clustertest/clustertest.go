@@ -10,22 +10,22 @@ import (
 )
 
 // Provider is a provider that starts nothing. Missing is what Available
-// reports (nil: available).
+// reports (nil: available); Abilities is what it says it can do (none:
+// like a cluster strandlab did not create).
 type Provider struct {
 	ProviderName string
 	Missing      error
+	Abilities    cluster.Capabilities
 }
 
-func (p Provider) Name() string                    { return p.ProviderName }
-func (p Provider) Available(context.Context) error { return p.Missing }
+func (p Provider) Name() string                       { return p.ProviderName }
+func (p Provider) Available(context.Context) error    { return p.Missing }
+func (p Provider) Capabilities() cluster.Capabilities { return p.Abilities }
 func (p Provider) Start(context.Context, cluster.Spec) (cluster.Cluster, error) {
 	return nil, errors.New("clustertest: a fake provider starts no cluster")
 }
 
-// BuildsProvider is a Provider that can run controller builds, as the local
-// provider can.
-type BuildsProvider struct{ Provider }
-
-func (BuildsProvider) RunsControllerBuilds() {}
-
-var _ cluster.ControllerBuildRunner = BuildsProvider{}
+// Everything is what a provider that starts its own clusters can do (the
+// local provider, less its node names).
+var Everything = cluster.Capabilities{ControllerBuilds: true, Proxy: true, PinningExtender: true,
+	SimulatedKubelets: true, OwnKubelets: true, OwnCSIDriver: true}

@@ -10,102 +10,39 @@ import (
 	storagev1 "k8s.io/api/storage/v1"
 
 	"github.com/strandlab/strandlab/internal/cluster"
-	"github.com/strandlab/strandlab/internal/fault"
 )
 
 // This file is the provider's pure logic: what it refuses, which nodes
 // count, what a StorageClass must be, what is left after a run. No API
 // calls; existing.go feeds it what it read.
 
-// CheckSpec refuses what the existing provider cannot do on a cluster it
-// did not create, naming each refused scenario field (docs/existing.md):
-//
-//   - builds other than stock, i.e. a controller binary (builds): the
-//     cluster runs its own kube-controller-manager;
-//   - a throttling proxy that holds anything back (proxy.rules,
-//     proxy.requestLatency, proxy.qps, proxy.burst, proxy.queueLimit): it
-//     would have to sit between the cluster's controller and its API
-//     server, which a managed control plane does not allow. `proxy: {}`
-//     holds nothing back and is accepted (the run goes without a proxy:
-//     ProxyIgnored);
-//   - the pinning extender (scheduling.pinning): kube-scheduler would
-//     have to be configured to call it;
-//   - what configures strandlab's own CSI driver and simulated kubelets
-//     (cluster.csiDriver, cluster.nodeStatusUpdateFrequency,
-//     cluster.nodeStatusReportFrequency, cluster.failedMountOnTimeout):
-//     the cluster's driver and kubelets keep their own configuration, so a
-//     scenario that sets them would measure something other than it says.
-//
-// Every refusal is reported, one per line.
+// Capabilities: on a cluster strandlab did not create, none. The cluster
+// runs its own kube-controller-manager (builds: [stock]); no throttling
+// proxy can sit between it and its API server and no extender be called by
+// its scheduler (a managed control plane allows neither); its CSI driver
+// and kubelets keep their own configuration, so a scenario that set them
+// would measure something other than it says; its nodes are known only
+// once it answers (docs/existing.md).
+var Capabilities = cluster.Capabilities{}
+
+// CheckSpec refuses, beyond what Capabilities rules out, a spec without
+// the namespace to create or the cluster's StorageClass to use. Every
+// refusal is reported, one per line.
 func CheckSpec(spec cluster.Spec) error {
 	var errs []error
-	refuse := func(field, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%s: %s", field, fmt.Sprintf(format, args...)))
-	}
-	if spec.ControllerManager != "" {
-		refuse("builds", "a controller build needs its own kube-controller-manager (%s); the existing provider measures the cluster's own controller (builds: [stock])", spec.ControllerManager)
-	}
-	if len(spec.ControllerManagerArgs) > 0 {
-		refuse("builds", "kube-controller-manager flags %v cannot be given to the cluster's own controller", spec.ControllerManagerArgs)
-	}
-	errs = append(errs, proxyRefusals(spec.Proxy)...)
-	if spec.Pinning != nil {
-		refuse("scheduling.pinning", "needs strandlab's pinning extender and a kube-scheduler configured to call it, which the existing provider cannot configure (a managed control plane does not allow it); use pinning: none (the cluster's scheduler places the pods)")
-	}
-	if spec.CSIDeployment != "" {
-		refuse("--csi-driver", "%s deploys a CSI driver, which the existing provider does not install; the volumes come from the cluster's cluster.storageClass", spec.CSIDeployment)
-	}
-	if spec.CSIDriverName != "" {
-		refuse("cluster.csiDriver", "names strandlab's own CSI driver, which the existing provider does not install; the volumes come from the cluster's cluster.storageClass")
-	}
-	const kubelets = "configures strandlab's simulated kubelets; the existing cluster's kubelets keep their own configuration"
-	if spec.NodeStatusUpdateFrequency != 0 {
-		refuse("cluster.nodeStatusUpdateFrequency", "%s", kubelets)
-	}
-	if spec.NodeStatusReportFrequency != 0 {
-		refuse("cluster.nodeStatusReportFrequency", "%s", kubelets)
-	}
-	if spec.FailedMountOnTimeout {
-		refuse("cluster.failedMountOnTimeout", "%s", kubelets)
-	}
-	if spec.RuntimeTimings != "" {
-		refuse("--runtime-timings", "%s", kubelets)
-	}
 	if spec.Namespace == "" {
-		refuse("namespace", "the existing provider needs the name of the namespace to create")
+		errs = append(errs, errors.New("namespace: the existing provider needs the name of the namespace to create"))
 	}
 	if spec.StorageClass == "" {
-		refuse("cluster.storageClass", "the existing provider needs the name of the cluster's StorageClass")
+		errs = append(errs, errors.New("cluster.storageClass: the existing provider needs the name of the cluster's StorageClass"))
 	}
 	return errors.Join(errs...)
 }
 
-// proxyRefusals names each field of a proxy profile that would hold
-// something back; none for a profile without faults or without a proxy.
-func proxyRefusals(p *fault.Profile) []error {
-	if p == nil {
-		return nil
-	}
-	const why = "needs strandlab's throttling proxy between the cluster's kube-controller-manager and its API server, which the existing provider cannot put there (a managed control plane cannot be re-pointed)"
-	var errs []error
-	if len(p.Rules) > 0 {
-		errs = append(errs, fmt.Errorf("proxy.rules: %d fault rule(s); each %s", len(p.Rules), why))
-	}
-	for _, f := range []struct {
-		field string
-		set   bool
-	}{{"proxy.requestLatency", !p.RequestLatency.IsZero()}, {"proxy.qps", p.QPS != 0}, {"proxy.burst", p.Burst != 0}, {"proxy.queueLimit", p.QueueLimit != 0}} {
-		if f.set {
-			errs = append(errs, fmt.Errorf("%s: %s", f.field, why))
-		}
-	}
-	return errs
-}
-
 // ProxyIgnored is true when spec asks for a proxy that holds nothing back
-// (`proxy: {}`): CheckSpec accepts it, and the run goes without a proxy.
+// (`proxy: {}`): it is accepted, and the run goes without a proxy.
 func ProxyIgnored(spec cluster.Spec) bool {
-	return spec.Proxy != nil && len(proxyRefusals(spec.Proxy)) == 0
+	return spec.Proxy != nil && !cluster.ProxyHoldsBack(spec.Proxy)
 }
 
 // Schedulable returns the names of the nodes a pod of the workload can be

@@ -20,6 +20,8 @@ func accepted() cluster.Spec {
 	return cluster.Spec{Name: "existing-control-stock", Nodes: 3, OutputDir: "/out", Namespace: "strandlab", StorageClass: "strandlab-hostpath"}
 }
 
+// What the runner asks of the existing provider: its capabilities' refusals
+// and its own, one per field.
 func TestCheckSpec(t *testing.T) {
 	rule := fault.Rule{Resource: "nodes", Predicate: fault.PredicateVolumesAttachedRemoved, Delay: fault.Delay{Fixed: fault.D(3 * time.Second)}}
 	tests := []struct {
@@ -67,7 +69,7 @@ func TestCheckSpec(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			spec := accepted()
 			tc.change(&spec)
-			err := CheckSpec(spec)
+			err := cluster.CheckSpec(&Provider{}, spec)
 			if len(tc.want) == 0 {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

@@ -92,6 +92,9 @@ var (
 
 func (p *Provider) Name() string { return Name }
 
+// Capabilities: see the package variable.
+func (p *Provider) Capabilities() cluster.Capabilities { return Capabilities }
+
 // CheckSpec: see the package function.
 func (p *Provider) CheckSpec(spec cluster.Spec) error { return CheckSpec(spec) }
 
@@ -168,7 +171,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (cluster.Cluste
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if err := CheckSpec(spec); err != nil {
+	if err := cluster.CheckSpec(p, spec); err != nil {
 		return nil, fmt.Errorf("the existing provider cannot run this spec:\n%w", err)
 	}
 	progress := p.Progress

@@ -25,7 +25,7 @@ import (
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/pinning"
 	"github.com/strandlab/strandlab/internal/pki"
-	"github.com/strandlab/strandlab/internal/proxy"
+	"github.com/strandlab/strandlab/internal/proxyadmin"
 )
 
 // Ports on the control-plane node, where strandlab's static pods share the
@@ -179,7 +179,7 @@ func setFlag(pod *corev1.Pod, name, value string) {
 // client certificate (the proxy forwards with it, so the API server sees
 // the controller, as on the local provider), then waits until the
 // controller's requests flow through the proxy.
-func (cp *controlPlane) startProxy(ctx context.Context, profile *fault.Profile, admin proxy.AdminClient) error {
+func (cp *controlPlane) startProxy(ctx context.Context, profile *fault.Profile, admin proxyadmin.Client) error {
 	kcmConf, err := cp.read("/etc/kubernetes/controller-manager.conf")
 	if err != nil {
 		return err

@@ -91,9 +91,9 @@ func TestUpstreamCSIManifest(t *testing.T) {
 	}{
 		{cluster.Spec{Nodes: 1, CSIDeployment: cluster.CSIUpstream}, ""},
 		{cluster.Spec{Nodes: 3, CSIDeployment: cluster.CSIUpstream}, "cluster.nodes: 3; --csi-driver upstream keeps every volume on the one node"},
-		{cluster.Spec{Nodes: 1, RuntimeTimings: "timings.json"}, "--runtime-timings: the kind provider's kubelets are real"},
+		{cluster.Spec{Nodes: 1, RuntimeTimings: "timings.json"}, "--runtime-timings: the provider's kubelets are real"},
 	} {
-		err := (&Provider{}).CheckSpec(tc.spec)
+		err := cluster.CheckSpec(&Provider{}, tc.spec)
 		if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 			t.Errorf("CheckSpec(%d workers, upstream) = %v, want %q", tc.spec.Nodes, err, tc.wantErr)
 		}

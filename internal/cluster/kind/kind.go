@@ -39,7 +39,7 @@ import (
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/ownership"
 	"github.com/strandlab/strandlab/internal/provenance"
-	"github.com/strandlab/strandlab/internal/proxy"
+	"github.com/strandlab/strandlab/internal/proxyadmin"
 	"github.com/strandlab/strandlab/manifests"
 )
 
@@ -74,13 +74,12 @@ type Provider struct {
 }
 
 var (
-	_ cluster.Provider              = (*Provider)(nil)
-	_ cluster.Preparer              = (*Provider)(nil)
-	_ cluster.ControllerBuildRunner = (*Provider)(nil)
-	_ cluster.SpecChecker           = (*Provider)(nil)
-	_ cluster.StateDirCluster       = (*Cluster)(nil)
-	_ cluster.ProxiedCluster        = (*Cluster)(nil)
-	_ cluster.UsageSampler          = (*Cluster)(nil)
+	_ cluster.Provider        = (*Provider)(nil)
+	_ cluster.Preparer        = (*Provider)(nil)
+	_ cluster.SpecChecker     = (*Provider)(nil)
+	_ cluster.StateDirCluster = (*Cluster)(nil)
+	_ cluster.ProxiedCluster  = (*Cluster)(nil)
+	_ cluster.UsageSampler    = (*Cluster)(nil)
 )
 
 // Name is the provider's name in scenarios and reports.
@@ -91,19 +90,23 @@ func (p *Provider) Name() string { return Name }
 // NodeImageTag is the node image clusters start from (after Prepare).
 func (p *Provider) NodeImageTag() string { return p.NodeImage }
 
-// RunsControllerBuilds: Spec.ControllerManager is mounted over the
-// kube-controller-manager static pod's binary (RenderConfig).
-func (p *Provider) RunsControllerBuilds() {}
+// Capabilities: the controller build under test is mounted over the
+// kube-controller-manager static pod's binary (RenderConfig); the proxy
+// and the extender run as pods on the control-plane node; the kubelets are
+// real, configured by kubeadm patches; strandlab's CSI driver (or
+// upstream's) is deployed; kind names the nodes.
+func (p *Provider) Capabilities() cluster.Capabilities {
+	return cluster.Capabilities{ControllerBuilds: true, Proxy: true, PinningExtender: true,
+		OwnKubelets: true, OwnCSIDriver: true}
+}
 
 // CheckSpec refuses, before anything is built or started, a spec this
 // machine cannot start (more nodes than the Docker host's inotify limit
-// holds: checkInotify) or that asks for what only simulated kubelets do.
+// holds: checkInotify), or upstream's CSI driver on more than one node;
+// what only simulated kubelets do is Capabilities' to refuse.
 func (p *Provider) CheckSpec(spec cluster.Spec) error {
 	if spec.CSIDeployment == cluster.CSIUpstream && spec.Nodes != 1 {
 		return fmt.Errorf("cluster.nodes: %d; --csi-driver upstream keeps every volume on the one node its driver runs on: run 1 worker", spec.Nodes)
-	}
-	if spec.RuntimeTimings != "" {
-		return fmt.Errorf("--runtime-timings: the kind provider's kubelets are real and their container runtime takes what it takes; runtime timings are drawn by the local provider's simulated kubelets")
 	}
 	if err := checkInotify(spec.Nodes); err != nil {
 		return fmt.Errorf("cluster.nodes: %w", err)
@@ -303,7 +306,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	if p.NodeImage == "" || p.images == nil || p.kindCLI == "" {
 		return nil, errors.New("kind provider: not prepared (call Prepare first)")
 	}
-	if err := p.CheckSpec(spec); err != nil {
+	if err := cluster.CheckSpec(p, spec); err != nil {
 		return nil, fmt.Errorf("kind provider: %w", err)
 	}
 	if spec.ControllerManager != "" {
@@ -397,7 +400,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 			if err != nil {
 				return err
 			}
-			return cp.startProxy(ctx, spec.Proxy, proxy.AdminClient{Base: c.proxyAdmin})
+			return cp.startProxy(ctx, spec.Proxy, proxyadmin.Client{Base: c.proxyAdmin})
 		}})
 	}
 	begin := time.Now()
@@ -588,12 +591,12 @@ func (c *Cluster) StateDir() string                   { return c.dir }
 // ProxyCounters reads the proxy's counters (through the host port mapped
 // to its admin server).
 func (c *Cluster) ProxyCounters(ctx context.Context) (fault.Counters, error) {
-	return proxy.AdminClient{Base: c.proxyAdmin}.Counters(ctx)
+	return proxyadmin.Client{Base: c.proxyAdmin}.Counters(ctx)
 }
 
 // ProxyJournal reads the proxy's journal since t.
 func (c *Cluster) ProxyJournal(ctx context.Context, since time.Time) ([]fault.JournalEntry, error) {
-	return proxy.AdminClient{Base: c.proxyAdmin}.Journal(ctx, since)
+	return proxyadmin.Client{Base: c.proxyAdmin}.Journal(ctx, since)
 }
 
 // freePort is a free TCP port on 127.0.0.1 (released at once; docker binds

@@ -11,7 +11,7 @@ import (
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/pki"
 	"github.com/strandlab/strandlab/internal/process"
-	"github.com/strandlab/strandlab/internal/proxy"
+	"github.com/strandlab/strandlab/internal/proxyadmin"
 )
 
 // startProxy starts the throttling proxy in front of the API server, when
@@ -54,10 +54,10 @@ func (st *starting) startProxy(context.Context) ([]readiness, error) {
 
 // ProxyCounters reads the proxy's counters.
 func (c *Cluster) ProxyCounters(ctx context.Context) (fault.Counters, error) {
-	return proxy.AdminClient{Base: c.proxyAdmin}.Counters(ctx)
+	return proxyadmin.Client{Base: c.proxyAdmin}.Counters(ctx)
 }
 
 // ProxyJournal reads the proxy's journal since t.
 func (c *Cluster) ProxyJournal(ctx context.Context, since time.Time) ([]fault.JournalEntry, error) {
-	return proxy.AdminClient{Base: c.proxyAdmin}.Journal(ctx, since)
+	return proxyadmin.Client{Base: c.proxyAdmin}.Journal(ctx, since)
 }

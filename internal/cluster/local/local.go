@@ -54,16 +54,15 @@ type Provider struct {
 }
 
 var (
-	_ cluster.Provider              = (*Provider)(nil)
-	_ cluster.Preparer              = (*Provider)(nil)
-	_ cluster.ControllerBuildRunner = (*Provider)(nil)
-	_ cluster.ProxiedCluster        = (*Cluster)(nil)
-	_ cluster.StateDirCluster       = (*Cluster)(nil)
-	_ cluster.LogCluster            = (*Cluster)(nil)
-	_ cluster.APIServerRestarter    = (*Cluster)(nil)
-	_ cluster.ComponentLister       = (*Cluster)(nil)
-	_ cluster.ProcessLister         = (*Cluster)(nil)
-	_ cluster.APIRequestCounter     = (*Cluster)(nil)
+	_ cluster.Provider           = (*Provider)(nil)
+	_ cluster.Preparer           = (*Provider)(nil)
+	_ cluster.ProxiedCluster     = (*Cluster)(nil)
+	_ cluster.StateDirCluster    = (*Cluster)(nil)
+	_ cluster.LogCluster         = (*Cluster)(nil)
+	_ cluster.APIServerRestarter = (*Cluster)(nil)
+	_ cluster.ComponentLister    = (*Cluster)(nil)
+	_ cluster.ProcessLister      = (*Cluster)(nil)
+	_ cluster.APIRequestCounter  = (*Cluster)(nil)
 )
 
 // Name is the provider's name in scenarios and reports.
@@ -71,8 +70,26 @@ const Name = "local"
 
 func (p *Provider) Name() string { return Name }
 
-// RunsControllerBuilds: Spec.ControllerManager replaces the stock binary.
-func (p *Provider) RunsControllerBuilds() {}
+// Capabilities: everything runs on this machine as processes strandlab
+// starts — the controller build under test in place of the stock binary,
+// the proxy, the extender, strandlab's CSI driver and kubelet-sim on every
+// node, named node-1..node-N.
+func (p *Provider) Capabilities() cluster.Capabilities {
+	return cluster.Capabilities{
+		ControllerBuilds: true, Proxy: true, PinningExtender: true,
+		SimulatedKubelets: true, OwnKubelets: true, OwnCSIDriver: true,
+		NodeNames: NodeNames,
+	}
+}
+
+// NodeNames are the names of a local cluster's n nodes: node-1 to node-n.
+func NodeNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = fmt.Sprintf("node-%d", i+1)
+	}
+	return names
+}
 
 // CheckSpec refuses what the local provider cannot run: upstream's CSI
 // driver (its images need kind's real nodes and a registry).
@@ -276,9 +293,7 @@ func (p *Provider) start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	if err := ownership.WriteMarker(dir, marker); err != nil {
 		return nil, err
 	}
-	for i := 1; i <= spec.Nodes; i++ {
-		c.nodes = append(c.nodes, fmt.Sprintf("node-%d", i))
-	}
+	c.nodes = NodeNames(spec.Nodes)
 	st := &starting{p: p, spec: spec, c: c, bins: p.Binaries, csi: newCSILayout(dir), driver: spec.CSIDriverName}
 	if spec.ControllerManager != "" {
 		st.bins.KubeControllerManager = spec.ControllerManager

@@ -1,4 +1,10 @@
-package proxy
+// Package proxyadmin reads a running throttling proxy's admin server
+// (tools/apiproxy --admin-bind): whether it serves (healthz), its counters
+// and its journal. It is kept apart from internal/proxy so that the cluster
+// providers, which start the proxy as a program and only read it, do not
+// link the proxy server. It imports internal/fault and the standard library
+// only.
+package proxyadmin
 
 import (
 	"context"
@@ -12,39 +18,39 @@ import (
 	"github.com/strandlab/strandlab/internal/fault"
 )
 
-// AdminClient reads a running proxy's admin server (tools/apiproxy
+// Client reads a running proxy's admin server (tools/apiproxy
 // --admin-bind): how a provider's cluster answers ProxyCounters and
 // ProxyJournal, wherever the proxy runs.
-type AdminClient struct {
+type Client struct {
 	// Base is the admin server's URL, e.g. http://127.0.0.1:6445; empty
 	// when the cluster runs without the proxy.
 	Base string
 }
 
 // Healthz is nil once the proxy serves.
-func (a AdminClient) Healthz(ctx context.Context) error {
+func (a Client) Healthz(ctx context.Context) error {
 	var ignored json.RawMessage
 	return a.get(ctx, "/healthz", &ignored)
 }
 
 // Counters are the proxy's totals since it started.
-func (a AdminClient) Counters(ctx context.Context) (fault.Counters, error) {
+func (a Client) Counters(ctx context.Context) (fault.Counters, error) {
 	var out fault.Counters
 	return out, a.get(ctx, "/strandlab/counters", &out)
 }
 
 // Journal is what the proxy delayed or saw the controller write since t.
-func (a AdminClient) Journal(ctx context.Context, since time.Time) ([]fault.JournalEntry, error) {
+func (a Client) Journal(ctx context.Context, since time.Time) ([]fault.JournalEntry, error) {
 	var out []fault.JournalEntry
 	return out, a.get(ctx, "/strandlab/journal?since="+url.QueryEscape(since.Format(time.RFC3339Nano)), &out)
 }
 
-// adminRequestTimeout bounds every admin request: some callers read the
+// requestTimeout bounds every admin request: some callers read the
 // counters with a background context (an interrupted run's last reading),
 // and a proxy that stopped answering must not hang them.
-const adminRequestTimeout = time.Minute
+const requestTimeout = time.Minute
 
-func (a AdminClient) get(ctx context.Context, path string, into any) error {
+func (a Client) get(ctx context.Context, path string, into any) error {
 	if a.Base == "" {
 		return errors.New("this cluster runs without the proxy")
 	}
@@ -52,7 +58,7 @@ func (a AdminClient) get(ctx context.Context, path string, into any) error {
 	if err != nil {
 		return err
 	}
-	resp, err := (&http.Client{Timeout: adminRequestTimeout}).Do(req)
+	resp, err := (&http.Client{Timeout: requestTimeout}).Do(req)
 	if err != nil {
 		return err
 	}
