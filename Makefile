@@ -7,6 +7,9 @@ GO        ?= go
 OUTPUT    ?= _output
 BIN       := $(OUTPUT)/bin
 ACTIONLINT_VERSION := v1.7.12
+# staticcheck, run by make lint on both modules (go run fetches it through the
+# module proxy; its analysis is cached in the Go build cache).
+STATICCHECK_VERSION := v0.8.2
 
 # make e2e variables (the contract in docs/design.md, "Contracts").
 SCENARIO  ?= scenarios/seed-122413.yaml,scenarios/control.yaml
@@ -96,10 +99,13 @@ unit: ## unit tests only (no cluster)
 	cd tools/upstream/kubelet-sim && CGO_ENABLED=0 $(GO) test -trimpath -short -count=1 ./...
 
 .PHONY: lint
-lint: ## gofmt, go vet, actionlint on the CI workflows, scenario validation
+lint: ## gofmt, go vet and staticcheck on both modules, actionlint on the CI workflows, scenario validation
 	@unformatted=$$(find . -name '*.go' -not -path './_output/*' -not -path './.git/*' | xargs gofmt -l); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt needed: $$unformatted"; exit 1; fi
 	$(GO) vet ./...
+	cd tools/upstream/kubelet-sim && $(GO) vet ./...
+	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
+	cd tools/upstream/kubelet-sim && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) .github/workflows/*.yml
 	$(GO) run ./tools/strandlab validate scenarios/*.yaml
 

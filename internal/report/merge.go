@@ -336,15 +336,14 @@ type buildPool struct {
 	noRateCycles int
 	// running cycles (the samples of the latency percentiles and the
 	// same-node ratio) and their weighted sums.
-	running             int
-	attach, del         Percentiles
-	sameNode            float64
-	fullLog             bool
-	log                 []cycle.Cycle
-	requestCycles       int
-	requests            map[string]float64
-	noRequestCycles     int
-	approximatedLatency bool
+	running         int
+	attach, del     Percentiles
+	sameNode        float64
+	fullLog         bool
+	log             []cycle.Cycle
+	requestCycles   int
+	requests        map[string]float64
+	noRequestCycles int
 	// byClient and cpu: cycle-weighted sums of the per-cycle figures of
 	// the reports that have them, and the cycles of those and the others.
 	byClient perCycleMean

@@ -32,7 +32,7 @@ func TestStrandedPodMatchesTheCurrentUID(t *testing.T) {
 				idx.Add(&corev1.Pod{ObjectMeta: metav1.ObjectMeta{Namespace: "ns", Name: "web-0", UID: tc.current}})
 			}
 			w := &strandWatch{stranded: map[string]detector.Finding{}, pods: corelisters.NewPodLister(idx)}
-			w.record(nil, []detector.Finding{{Kind: detector.Stranded, Pod: "ns/web-0", PodUID: "uid-1", Node: "node-1"}})
+			w.record(context.Background(), []detector.Finding{{Kind: detector.Stranded, Pod: "ns/web-0", PodUID: "uid-1", Node: "node-1"}})
 			if _, got := w.StrandedPod("ns/web-0"); got != tc.want {
 				t.Errorf("StrandedPod found = %v, want %v", got, tc.want)
 			}

@@ -54,7 +54,7 @@ type vaState struct {
 }
 
 func owns(field string) *metav1.FieldsV1 {
-	return &metav1.FieldsV1{Raw: []byte(`{"f:status":{"f:` + field + `":{}}}`)}
+	return metav1.NewFieldsV1(`{"f:status":{"f:` + field + `":{}}}`)
 }
 
 func (w world) objects(now time.Time) []runtime.Object {
@@ -119,7 +119,7 @@ func (w world) objects(now time.Time) []runtime.Object {
 		if w.va.writeAgo > 0 {
 			va.ManagedFields = []metav1.ManagedFieldsEntry{
 				{Manager: "kube-controller-manager", Operation: metav1.ManagedFieldsOperationUpdate,
-					Time: &metav1.Time{Time: now.Add(-time.Hour)}, FieldsType: "FieldsV1", FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:attacher":{}}}`)}},
+					Time: &metav1.Time{Time: now.Add(-time.Hour)}, FieldsType: "FieldsV1", FieldsV1: metav1.NewFieldsV1(`{"f:spec":{"f:attacher":{}}}`)},
 				{Manager: "csi-attacher", Operation: metav1.ManagedFieldsOperationUpdate, Subresource: "status",
 					Time: &metav1.Time{Time: now.Add(-w.va.writeAgo)}, FieldsType: "FieldsV1", FieldsV1: owns("attached")},
 			}

@@ -115,7 +115,7 @@ func lastStatusWrite(entries []metav1.ManagedFieldsEntry, field string) (time.Ti
 		var owned struct {
 			Status map[string]json.RawMessage `json:"f:status"`
 		}
-		if json.Unmarshal(e.FieldsV1.Raw, &owned) != nil {
+		if json.Unmarshal(e.FieldsV1.GetRawBytes(), &owned) != nil {
 			continue // not the format we know: no evidence rather than wrong evidence
 		}
 		if _, ok := owned.Status["f:"+field]; ok && e.Time.After(at) {
