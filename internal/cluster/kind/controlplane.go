@@ -19,7 +19,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/kind/pkg/cluster/nodes"
-	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 	"sigs.k8s.io/yaml"
 
 	"github.com/strandlab/strandlab/internal/fault"
@@ -93,11 +92,11 @@ func (cp *controlPlane) inNode(hostPath string) string {
 }
 
 func (cp *controlPlane) read(file string) ([]byte, error) {
-	var out bytes.Buffer
-	if err := cp.node.Command("cat", file).SetStdout(&out).Run(); err != nil {
+	out, err := dockerExec(context.Background(), cp.node.String(), nil, "cat", file)
+	if err != nil {
 		return nil, fmt.Errorf("read %s on %s: %w", file, cp.node, err)
 	}
-	return out.Bytes(), nil
+	return out, nil
 }
 
 // writeManifest writes a static pod manifest: into a temporary file first,
@@ -108,10 +107,11 @@ func (cp *controlPlane) writeManifest(name string, pod *corev1.Pod) error {
 		return fmt.Errorf("encode static pod %s: %w", name, err)
 	}
 	tmp := "/etc/kubernetes/.strandlab-" + name + ".yaml"
-	if err := nodeutils.WriteFile(cp.node, tmp, string(data)); err != nil {
+	// nodeutils.WriteFile's way (cp from stdin), without --privileged.
+	if _, err := dockerExec(context.Background(), cp.node.String(), bytes.NewReader(data), "cp", "/dev/stdin", tmp); err != nil {
 		return fmt.Errorf("write %s on %s: %w", tmp, cp.node, err)
 	}
-	if err := cp.node.Command("mv", tmp, path.Join(manifestsDir, name+".yaml")).Run(); err != nil {
+	if _, err := dockerExec(context.Background(), cp.node.String(), nil, "mv", tmp, path.Join(manifestsDir, name+".yaml")); err != nil {
 		return fmt.Errorf("install static pod %s on %s: %w", name, cp.node, err)
 	}
 	return nil

@@ -59,19 +59,18 @@ func TestWriteStateConfigRoundTrips(t *testing.T) {
 	}
 }
 
-// What kind's create is told through its environment is the child's: the
-// docker front goes first in PATH only on hosts that need it.
-func TestCreateEnvironment(t *testing.T) {
+// What kind is told through its environment is the child's: the docker
+// front goes first in PATH only on hosts that need it.
+func TestEnvironment(t *testing.T) {
 	for _, tc := range []struct {
-		name     string
-		p        Provider
-		wantPath string
+		name, front string
+		wantPath    string
 	}{
-		{"privileged works", Provider{}, ""},
-		{"unprivileged front", Provider{unprivileged: "/front", realDocker: "/usr/bin/docker"}, "PATH=/front" + string(os.PathListSeparator) + "/usr/bin"},
+		{"privileged works", "", ""},
+		{"unprivileged front", "/front", "PATH=/front" + string(os.PathListSeparator) + "/usr/bin"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			env := tc.p.createEnvironment("/usr/bin")
+			env := environment("/usr/bin", tc.front, "/usr/bin/docker")
 			if !slices.Contains(env, "KIND_EXPERIMENTAL_DOCKER_NETWORK="+networkName) {
 				t.Errorf("no network in %v", env)
 			}
@@ -84,7 +83,7 @@ func TestCreateEnvironment(t *testing.T) {
 			if path != tc.wantPath {
 				t.Errorf("PATH entry %q, want %q", path, tc.wantPath)
 			}
-			if tc.p.unprivileged != "" && !slices.Contains(env, "STRANDLAB_REAL_DOCKER=/usr/bin/docker") {
+			if tc.front != "" && !slices.Contains(env, "STRANDLAB_REAL_DOCKER=/usr/bin/docker") {
 				t.Errorf("the front is not told the real docker: %v", env)
 			}
 		})

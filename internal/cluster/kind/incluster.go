@@ -17,7 +17,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
-	"sigs.k8s.io/kind/pkg/cluster/nodeutils"
 
 	"github.com/strandlab/strandlab/internal/cluster/apply"
 	"github.com/strandlab/strandlab/manifests"
@@ -70,8 +69,9 @@ func (c *Cluster) loadImages(ctx context.Context, images map[string]string) erro
 }
 
 // LoadImages saves the images tags (of the host's Docker) once and imports
-// them into every node's containerd (what `kind load docker-image` does,
-// through kind's library), so pods can run them without a registry.
+// them into every node's containerd with `kind load image-archive` (its
+// node commands need kind's environment: kindCLI), so pods can run them
+// without a registry.
 func (c *Cluster) LoadImages(ctx context.Context, tags ...string) error {
 	f, err := os.CreateTemp(c.dir, "images-*.tar")
 	if err != nil {
@@ -83,20 +83,8 @@ func (c *Cluster) LoadImages(ctx context.Context, tags ...string) error {
 	if proc := gexe.RunProcWithContext(ctx, "docker save -o "+archive+" "+strings.Join(tags, " ")); !proc.IsSuccess() {
 		return fmt.Errorf("docker save %s: %s", strings.Join(tags, " "), firstLine(proc.Result()))
 	}
-	nodes, err := c.kind.ListInternalNodes(c.name)
-	if err != nil {
-		return fmt.Errorf("list the nodes of kind cluster %s: %w", c.name, err)
-	}
-	for _, n := range nodes {
-		f, err := os.Open(archive)
-		if err != nil {
-			return fmt.Errorf("load images into node %s: %w", n.String(), err)
-		}
-		err = nodeutils.LoadImageArchive(n, f)
-		f.Close()
-		if err != nil {
-			return fmt.Errorf("load images into node %s: %w", n.String(), err)
-		}
+	if err := c.cli.run(ctx, "load", "image-archive", archive, "--name", c.name); err != nil {
+		return fmt.Errorf("load images into the nodes of kind cluster %s: %w", c.name, err)
 	}
 	return nil
 }

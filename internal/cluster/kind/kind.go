@@ -7,7 +7,6 @@ package kind
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -60,11 +59,9 @@ type Provider struct {
 	// StartTimeout bounds the wait for Ready nodes after kind's create.
 	StartTimeout time.Duration
 
-	// kindCLI is the kind command line program (Prepare builds it from
-	// the sigs.k8s.io/kind module go.mod pins): clusters are created by
-	// it, as a child process, so that the environment kind's create reads
-	// is that child's alone (createCommand).
-	kindCLI string
+	// cli runs kind's command line program (Prepare builds it and sets
+	// its environment): what runs commands in the nodes runs there.
+	cli kindCLI
 	// unprivileged is the directory of the docker front kind must find
 	// first in PATH when --privileged cannot work on this host (Prepare).
 	unprivileged string
@@ -159,12 +156,15 @@ func (p *Provider) Prepare(ctx context.Context) error {
 	if err := p.goBuild(ctx, filepath.Join(bin, "kind"), "sigs.k8s.io/kind"); err != nil {
 		return err
 	}
-	p.kindCLI = filepath.Join(bin, "kind")
 	docker, err := exec.LookPath("docker")
 	if err != nil {
 		return fmt.Errorf("kind provider: find the docker client: %w", err)
 	}
 	p.realDocker = docker
+	defer func() {
+		p.cli = kindCLI{path: filepath.Join(bin, "kind"), progress: p.Progress,
+			env: environment(os.Getenv("PATH"), p.unprivileged, p.realDocker)}
+	}()
 	// The smallest test of kind's --privileged: a container of the node
 	// image that runs nothing.
 	probe := gexe.RunProcWithContext(ctx, docker+" run --rm --privileged --network=none --entrypoint=/bin/true "+p.NodeImage)
@@ -211,43 +211,6 @@ func (p *Provider) buildNodeImage(ctx context.Context, progress io.Writer) (stri
 // remove it without touching a user's other kind clusters.
 const networkName = "strandlab-kind"
 
-// createCommand is `kind create cluster` for one cluster, as a child
-// process with the environment kind's create reads, set for that child
-// alone: kind's library takes its Docker network from the process
-// environment (the docker provider's Provision reads
-// KIND_EXPERIMENTAL_DOCKER_NETWORK) and runs `docker` from PATH (its exec
-// package's DefaultCmder has no other seam), so in-process it would have
-// to change strandlab's own environment.
-func (p *Provider) createCommand(ctx context.Context, name, config, kubeconfig string) *exec.Cmd {
-	cmd := exec.CommandContext(ctx, p.kindCLI, "create", "cluster", "--name", name, "--config", config,
-		"--image", p.NodeImage, "--kubeconfig", kubeconfig, "--wait", "0s",
-		// Kept on failure so that the nodes' logs can be saved first;
-		// Start's cleanup deletes them.
-		"--retain")
-	cmd.Env = append(os.Environ(), p.createEnvironment(os.Getenv("PATH"))...)
-	return cmd
-}
-
-// createEnvironment is what kind's create is told through its environment
-// (path: the PATH it would otherwise inherit).
-func (p *Provider) createEnvironment(path string) []string {
-	env := []string{
-		"KIND_EXPERIMENTAL_PROVIDER=docker",
-		"KIND_EXPERIMENTAL_DOCKER_NETWORK=" + networkName,
-		// kind's node entrypoint picks the fuse-overlayfs snapshotter when
-		// the node's root is a FUSE mount (Docker's fuse-overlayfs storage
-		// driver) and stops for want of it; overlayfs works everywhere kind
-		// runs, since the node's /var (containerd's store) is a volume.
-		// kind passes this variable on to its nodes.
-		"KIND_EXPERIMENTAL_CONTAINERD_SNAPSHOTTER=overlayfs",
-	}
-	if p.unprivileged != "" {
-		env = append(env, "STRANDLAB_REAL_DOCKER="+p.realDocker,
-			"PATH="+p.unprivileged+string(os.PathListSeparator)+path)
-	}
-	return env
-}
-
 // removeNetwork removes strandlab's kind network when no container is
 // attached to it any more (another cluster may still use it).
 func removeNetwork(ctx context.Context) error {
@@ -273,9 +236,10 @@ type Cluster struct {
 	version    string
 	started    time.Duration
 	keep       bool
-	kind       *kindcluster.Provider
-	proxyAdmin string // http://127.0.0.1:port of the proxy's admin server, if any
-	outputDir  string // the run's output: the nodes' logs are saved there at Stop
+	kind       *kindcluster.Provider // listing and deleting the nodes
+	cli        kindCLI               // what runs commands in the nodes
+	proxyAdmin string                // http://127.0.0.1:port of the proxy's admin server, if any
+	outputDir  string                // the run's output: the nodes' logs are saved there at Stop
 	logsSaved  bool
 	usage      usageSampler // SampleUsage's state
 
@@ -303,7 +267,7 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 	if err := spec.Validate(); err != nil {
 		return nil, err
 	}
-	if p.NodeImage == "" || p.images == nil || p.kindCLI == "" {
+	if p.NodeImage == "" || p.images == nil || p.cli.path == "" {
 		return nil, errors.New("kind provider: not prepared (call Prepare first)")
 	}
 	if err := cluster.CheckSpec(p, spec); err != nil {
@@ -319,8 +283,10 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		return nil, fmt.Errorf("kind provider: create the state directory: %w", err)
 	}
 	name := kindName(spec.Name, filepath.Base(dir))
+	quiet := p.cli
+	quiet.progress = nil
 	c := &Cluster{name: name, dir: dir, keep: spec.Keep, kubeconfig: filepath.Join(dir, "kubeconfig"), outputDir: spec.OutputDir,
-		kind: kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(newKindLogger(p.Progress)))}
+		kind: kindcluster.NewProvider(kindcluster.ProviderWithDocker(), kindcluster.ProviderWithLogger(newKindLogger(p.Progress))), cli: quiet}
 	created := false // kind's create ran: there may be nodes, and logs
 	defer func() {
 		if err == nil {
@@ -344,7 +310,11 @@ func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clus
 		}},
 		{"create the nodes (kind create cluster)", func(ctx context.Context) error {
 			created = true
-			return p.create(ctx, name, cfgPath, c.kubeconfig)
+			return p.cli.run(ctx, "create", "cluster", "--name", name, "--config", cfgPath,
+				"--image", p.NodeImage, "--kubeconfig", c.kubeconfig, "--wait", "0s",
+				// Kept on failure so that the nodes' logs can be saved
+				// first; the cleanup above deletes them.
+				"--retain")
 		}},
 		{"connect to the API server", func(context.Context) error {
 			restConfig, err := clientcmd.BuildConfigFromFlags("", c.kubeconfig)
@@ -458,49 +428,6 @@ func (c *Cluster) writeState(spec cluster.Spec, cfgPath string) error {
 		return fmt.Errorf("kind configuration: %w", err)
 	}
 	return os.WriteFile(cfgPath, doc, 0o644)
-}
-
-// create runs kind's create (createCommand), its progress lines to the
-// provider's progress writer; a failure carries the lines of kind's
-// output that say what failed (kubeadm's, when a node command failed).
-func (p *Provider) create(ctx context.Context, name, cfgPath, kubeconfig string) error {
-	var output bytes.Buffer
-	cmd := p.createCommand(ctx, name, cfgPath, kubeconfig)
-	progress := &progressLines{w: p.Progress}
-	cmd.Stdout = io.MultiWriter(&output, progress)
-	cmd.Stderr = cmd.Stdout
-	err := cmd.Run()
-	progress.flush()
-	if err != nil {
-		return fmt.Errorf("%w; kind said:\n%s", err, failureLines(output.String(), 12))
-	}
-	return nil
-}
-
-// progressLines writes kind's output to w a line at a time, as the
-// in-process logger did (">> kind: ...").
-type progressLines struct {
-	w       io.Writer
-	partial []byte
-}
-
-func (l *progressLines) Write(b []byte) (int, error) {
-	l.partial = append(l.partial, b...)
-	for {
-		i := bytes.IndexByte(l.partial, '\n')
-		if i < 0 {
-			return len(b), nil
-		}
-		newKindLogger(l.w).V(0).Info(string(l.partial[:i]))
-		l.partial = l.partial[i+1:]
-	}
-}
-
-func (l *progressLines) flush() {
-	if len(l.partial) > 0 {
-		newKindLogger(l.w).V(0).Info(string(l.partial))
-		l.partial = nil
-	}
 }
 
 // waitForNodes polls until want worker nodes (nodes without the
@@ -636,7 +563,7 @@ func (c *Cluster) collectLogs(outputDir string) {
 	}
 	c.logsSaved = true
 	dir := filepath.Join(outputDir, "logs", "kind")
-	if err := c.kind.CollectLogs(c.name, dir); err != nil {
+	if err := c.cli.run(context.Background(), "export", "logs", dir, "--name", c.name); err != nil {
 		klog.InfoS("Could not collect the kind nodes' logs", "err", err)
 		return
 	}
