@@ -79,8 +79,8 @@ func CompareMarkdown(r *Report) string {
 		{"safety violations", func(x Build) string { return fmt.Sprint(x.SafetyViolations) }},
 		{"phantom listings", func(x Build) string { return fmt.Sprint(x.PhantomListings) }},
 		{"cycles not running", func(x Build) string { return fmt.Sprint(x.CyclesNotRunning) }},
-		{"attach-to-running p50 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.AttachToRunningMS.P50)) }},
-		{"attach-to-running p99 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.AttachToRunningMS.P99)) }},
+		{"created-to-running p50 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.CreatedToRunningMS.P50)) }},
+		{"created-to-running p99 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.CreatedToRunningMS.P99)) }},
 		{"delete-to-running p50 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.DeleteToRunningMS.P50)) }},
 		{"delete-to-running p99 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.DeleteToRunningMS.P99)) }},
 		{"cycles/s", func(x Build) string { return fmt.Sprintf("%.2f", finite(x.CyclesPerSecond)) }},
@@ -143,7 +143,7 @@ func CompareMarkdown(r *Report) string {
 
 	fmt.Fprintf(&b, "\n## Plot\n\n![comparison of the builds](%s)\n\n", ComparePlotFile)
 	fmt.Fprintf(&b, "`%s`, next to this file: (a) stranded rate with its 95%% interval, (b) safety violations, "+
-		"(c) attach-to-running p50/p99 (ms), (d) controller API requests per cycle, stacked by verb.\n", ComparePlotFile)
+		"(c) created-to-running p50/p99 (ms), (d) controller API requests per cycle, stacked by verb.\n", ComparePlotFile)
 	return b.String()
 }
 
@@ -847,14 +847,14 @@ func safetyPanel(builds []Build, barW vg.Length) (*plot.Plot, error) {
 }
 
 func latencyPanel(builds []Build, barW vg.Length) (*plot.Plot, error) {
-	p := newPanel("(c) attach to running (ms)", "ms")
+	p := newPanel("(c) replacement created to Running (ms)", "ms")
 	if len(builds) == 0 {
 		return p, nil
 	}
 	p50, p99 := make([]float64, len(builds)), make([]float64, len(builds))
 	for i, x := range builds {
-		p50[i] = max(finite(x.AttachToRunningMS.P50), 0)
-		p99[i] = max(finite(x.AttachToRunningMS.P99), 0)
+		p50[i] = max(finite(x.CreatedToRunningMS.P50), 0)
+		p99[i] = max(finite(x.CreatedToRunningMS.P99), 0)
 	}
 	b50, err := bars(p50, barW/2, colorP50)
 	if err != nil {

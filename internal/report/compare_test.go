@@ -20,7 +20,7 @@ import (
 // build is a Build with n cycles, k of them stranded, and its interval.
 func build(name string, k, n int, req map[string]float64) Build {
 	b := Build{Name: name, Cycles: n, Stranded: k, APIRequestsPerCycle: req,
-		AttachToRunningMS: Percentiles{P50: 850, P99: 2400}, DeleteToRunningMS: Percentiles{P50: 1900, P99: 5200},
+		CreatedToRunningMS: Percentiles{P50: 850, P99: 2400}, DeleteToRunningMS: Percentiles{P50: 1900, P99: 5200},
 		CyclesPerSecond: 0.5}
 	if n > 0 {
 		b.StrandedRate = float64(k) / float64(n)
@@ -74,8 +74,8 @@ func TestCompareMarkdown(t *testing.T) {
 				"| safety violations | 0 | 0 |",
 				"| phantom listings | 0 | 0 |",
 				"| cycles not running | 0 | 0 |",
-				"| attach-to-running p50 (ms) | 850 | 850 |",
-				"| attach-to-running p99 (ms) | 2400 | 2400 |",
+				"| created-to-running p50 (ms) | 850 | 850 |",
+				"| created-to-running p99 (ms) | 2400 | 2400 |",
 				"| delete-to-running p50 (ms) | 1900 | 1900 |",
 				"| delete-to-running p99 (ms) | 5200 | 5200 |",
 				"| cycles/s | 0.50 | 0.50 |",
@@ -360,7 +360,7 @@ func TestReportJSONCarriesTheTests(t *testing.T) {
 func TestWritePlot(t *testing.T) {
 	oneZero := &Report{Scenario: "s", Builds: []Build{build("stock", 0, 0, nil)}}
 	nan := &Report{Scenario: "s", Builds: []Build{{Name: "odd", Cycles: 3, StrandedRate: math.NaN(),
-		StrandedRateCI95: [2]float64{math.NaN(), math.Inf(1)}, AttachToRunningMS: Percentiles{P50: math.NaN()},
+		StrandedRateCI95: [2]float64{math.NaN(), math.Inf(1)}, CreatedToRunningMS: Percentiles{P50: math.NaN()},
 		APIRequestsPerCycle: map[string]float64{"GET x": math.Inf(1)}}}}
 	many := twoBuilds()
 	many.Builds = append(many.Builds, build("retry-empty-patch", 1, 10, map[string]float64{"PATCH nodes/status": 30}),

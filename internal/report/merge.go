@@ -457,8 +457,8 @@ func (p *buildPool) add(x Build, runID string) {
 	running := max(0, x.Cycles-x.Stranded-x.CyclesNotRunning)
 	p.running += running
 	w := float64(running)
-	p.attach.P50 += w * x.AttachToRunningMS.P50
-	p.attach.P99 += w * x.AttachToRunningMS.P99
+	p.attach.P50 += w * x.CreatedToRunningMS.P50
+	p.attach.P99 += w * x.CreatedToRunningMS.P99
 	p.del.P50 += w * x.DeleteToRunningMS.P50
 	p.del.P99 += w * x.DeleteToRunningMS.P99
 	p.sameNode += w * x.PinningSameNodeRatio
@@ -529,7 +529,7 @@ func (p *buildPool) build() (Build, []string) {
 				deleteToRunning = append(deleteToRunning, c.DeleteToRunning)
 			}
 		}
-		b.AttachToRunningMS = percentilesMS(toRunning)
+		b.CreatedToRunningMS = percentilesMS(toRunning)
 		b.DeleteToRunningMS = percentilesMS(deleteToRunning)
 		b.CycleStepsMS = cycleSteps(p.log)
 		b.DetachMS = detachSteps(p.log)
@@ -539,10 +539,10 @@ func (p *buildPool) build() (Build, []string) {
 	} else {
 		if p.running > 0 {
 			w := float64(p.running)
-			b.AttachToRunningMS = Percentiles{P50: p.attach.P50 / w, P99: p.attach.P99 / w}
+			b.CreatedToRunningMS = Percentiles{P50: p.attach.P50 / w, P99: p.attach.P99 / w}
 			b.DeleteToRunningMS = Percentiles{P50: p.del.P50 / w, P99: p.del.P99 / w}
 		}
-		notes = append(notes, fmt.Sprintf("build %s: attach_to_running_ms and delete_to_running_ms are means of the reports' "+
+		notes = append(notes, fmt.Sprintf("build %s: created_to_running_ms and delete_to_running_ms are means of the reports' "+
 			"percentiles weighted by their cycles that reached Running, not percentiles of the pooled cycles "+
 			"(not every report has a full cycle_log; the merged report has none)", b.Name))
 	}

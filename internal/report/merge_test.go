@@ -233,12 +233,12 @@ func TestMergeLatencies(t *testing.T) {
 				t.Fatal(err)
 			}
 			b := m.Builds[0]
-			if math.Abs(b.AttachToRunningMS.P50-tc.wantP50) > 1e-9 || math.Abs(b.AttachToRunningMS.P99-tc.wantP99) > 1e-9 ||
+			if math.Abs(b.CreatedToRunningMS.P50-tc.wantP50) > 1e-9 || math.Abs(b.CreatedToRunningMS.P99-tc.wantP99) > 1e-9 ||
 				math.Abs(b.DeleteToRunningMS.P50-tc.wantDeleteP50) > 1e-6 {
-				t.Errorf("attach %+v delete %+v, want p50 %v p99 %v, delete p50 %v", b.AttachToRunningMS, b.DeleteToRunningMS, tc.wantP50, tc.wantP99, tc.wantDeleteP50)
+				t.Errorf("attach %+v delete %+v, want p50 %v p99 %v, delete p50 %v", b.CreatedToRunningMS, b.DeleteToRunningMS, tc.wantP50, tc.wantP99, tc.wantDeleteP50)
 			}
 			noted := slices.ContainsFunc(m.Notes, func(n string) bool {
-				return strings.HasPrefix(n, "build stock: attach_to_running_ms and delete_to_running_ms are means")
+				return strings.HasPrefix(n, "build stock: created_to_running_ms and delete_to_running_ms are means")
 			})
 			if noted != tc.wantNote {
 				t.Errorf("notes %q: latency note %t, want %t", m.Notes, noted, tc.wantNote)
@@ -248,8 +248,8 @@ func TestMergeLatencies(t *testing.T) {
 			}
 			// fix keeps full logs either way: 1,000 cycles at 100 ms and
 			// 1,000 at 300 ms, nearest rank.
-			if f := m.Builds[1]; f.AttachToRunningMS != (Percentiles{P50: 100, P99: 300}) || len(f.CycleLog) != 2000 {
-				t.Errorf("fix attach %+v, %d logged cycles", f.AttachToRunningMS, len(f.CycleLog))
+			if f := m.Builds[1]; f.CreatedToRunningMS != (Percentiles{P50: 100, P99: 300}) || len(f.CycleLog) != 2000 {
+				t.Errorf("fix attach %+v, %d logged cycles", f.CreatedToRunningMS, len(f.CycleLog))
 			}
 		})
 	}

@@ -94,9 +94,15 @@ type Build struct {
 	CyclesPerSecond float64 `json:"cycles_per_second"`
 	// WorkloadStartSeconds is how long the workload took, once created, to
 	// have every pod Running (before the churn); absent in merged reports.
-	WorkloadStartSeconds float64     `json:"workload_start_seconds,omitempty"`
-	AttachToRunningMS    Percentiles `json:"attach_to_running_ms"`
-	DeleteToRunningMS    Percentiles `json:"delete_to_running_ms"`
+	WorkloadStartSeconds float64 `json:"workload_start_seconds,omitempty"`
+	// CreatedToRunningMS: the replacement pod first seen (created) →
+	// Running; CycleStepsMS splits it (bound → Running holds the attach).
+	CreatedToRunningMS Percentiles `json:"created_to_running_ms"`
+	// LegacyAttachToRunningMS is the same figure under the name schema
+	// version 1 gave it (attach_to_running_ms), which it never measured:
+	// read only, moved into CreatedToRunningMS by Decode.
+	LegacyAttachToRunningMS *Percentiles `json:"attach_to_running_ms,omitempty"`
+	DeleteToRunningMS       Percentiles  `json:"delete_to_running_ms"`
 	// CycleStepsMS splits delete-to-Running into its steps, over the
 	// cycles that reached Running (cycleSteps); absent when no cycle has
 	// the timestamps, and in a merged report without full cycle logs.
@@ -340,7 +346,7 @@ func BuildFromCycles(name string, prov provenance.ControllerBuild, res cycle.Res
 		b.CyclesPerSecond = float64(b.Cycles) / res.Elapsed.Seconds()
 	}
 	b.ChurnWaitedOnBusySeconds = res.BusyWait.Seconds()
-	b.AttachToRunningMS = percentilesMS(toRunning)
+	b.CreatedToRunningMS = percentilesMS(toRunning)
 	b.DeleteToRunningMS = percentilesMS(deleteToRunning)
 	b.CycleStepsMS = cycleSteps(res.Cycles)
 	b.DetachMS = detachSteps(res.Cycles)
@@ -476,7 +482,11 @@ func percentilesMS(ds []time.Duration) Percentiles {
 // field is renamed, removed or changes meaning, and migrate older versions
 // explicitly in Read: a report read with a field it does not know would
 // read that field as zero (a renamed count as no events).
-const SchemaVersion = 1
+//
+// Version 2 renamed attach_to_running_ms to created_to_running_ms: the
+// figure starts when the replacement pod is first seen, not at the
+// volume's attachment.
+const SchemaVersion = 2
 
 // MaxReportSize bounds report.json: a 30,000-cycle soak's full cycle log
 // is about 30 MB.
@@ -541,6 +551,16 @@ func Decode(data []byte) (*Report, error) {
 		// Before versioning: the fields decoded strictly, so they are
 		// version 1's.
 		r.SchemaVersion = 1
+	}
+	for i := range r.Builds {
+		b := &r.Builds[i]
+		if b.LegacyAttachToRunningMS == nil {
+			continue
+		}
+		if r.SchemaVersion >= 2 {
+			return nil, fmt.Errorf("builds[%d].attach_to_running_ms: schema_version %d names it created_to_running_ms", i, r.SchemaVersion)
+		}
+		b.CreatedToRunningMS, b.LegacyAttachToRunningMS = *b.LegacyAttachToRunningMS, nil
 	}
 	return &r, nil
 }
@@ -820,7 +840,7 @@ func Table(r *Report) string {
 	for _, bld := range r.Builds {
 		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %.4f [%.4f, %.4f] | %s | %d | %.2f | %.0f / %.0f | %.2f |\n",
 			bld.Name, bld.Cycles, bld.CyclesNotRunning, bld.Stranded, episodesOf(bld), bld.StrandedRate, bld.StrandedRateCI95[0], bld.StrandedRateCI95[1],
-			intervalText(bld.StrandedRateCI95Rounds), bld.SafetyViolations, bld.CyclesPerSecond, bld.AttachToRunningMS.P50, bld.AttachToRunningMS.P99, bld.PinningSameNodeRatio)
+			intervalText(bld.StrandedRateCI95Rounds), bld.SafetyViolations, bld.CyclesPerSecond, bld.CreatedToRunningMS.P50, bld.CreatedToRunningMS.P99, bld.PinningSameNodeRatio)
 	}
 	return b.String()
 }

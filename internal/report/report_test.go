@@ -35,8 +35,8 @@ func TestBuildFromCycles(t *testing.T) {
 		{"not running", b.CyclesNotRunning, 1},
 		{"cycles per second", b.CyclesPerSecond, 2.0},
 		{"seconds the churn waited on busy pods", b.ChurnWaitedOnBusySeconds, 1.5},
-		{"to-running p50", b.AttachToRunningMS.P50, 20.0},
-		{"to-running p99", b.AttachToRunningMS.P99, 30.0},
+		{"to-running p50", b.CreatedToRunningMS.P50, 20.0},
+		{"to-running p99", b.CreatedToRunningMS.P99, 30.0},
 		{"delete-to-running p50", b.DeleteToRunningMS.P50, 200.0},
 		{"same node ratio over the cycles that ran", b.PinningSameNodeRatio, 2.0 / 3},
 		{"no strandings", b.StrandedRate, 0.0},
@@ -92,7 +92,7 @@ func TestWriteIsCompleteAndCopiedToLatest(t *testing.T) {
 		}
 		build := generic["builds"].([]any)[0].(map[string]any)
 		for _, k := range []string{"name", "provenance", "cycles", "stranded", "safety_violations", "stranded_rate", "stranded_rate_ci95",
-			"cycles_per_second", "attach_to_running_ms", "api_requests_per_cycle", "pinning_same_node_ratio", "proxy", "strandings", "phantom_listings"} {
+			"cycles_per_second", "created_to_running_ms", "api_requests_per_cycle", "pinning_same_node_ratio", "proxy", "strandings", "phantom_listings"} {
 			if _, ok := build[k]; !ok {
 				t.Errorf("build lacks %q", k)
 			}
@@ -290,19 +290,28 @@ func TestReadIsStrict(t *testing.T) {
 	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
 		t.Fatal(err)
 	}
+	movedP50 := func(want float64) func(*Report) bool {
+		return func(r *Report) bool {
+			b := r.Builds[0]
+			return b.CreatedToRunningMS.P50 == want && b.LegacyAttachToRunningMS == nil
+		}
+	}
 	tests := []struct {
 		name, path, want string
 		wantVersion      int
+		check            func(*Report) bool
 	}{
-		{"current", write("v1.json", `{"schema_version": 1, "scenario": "s", "builds": [{"name": "stock", "stranded": 2}]}`), "", 1},
-		{"before versioning", write("v0.json", `{"scenario": "s", "builds": [{"name": "stock"}]}`), "", 1},
-		{"a renamed field", write("renamed.json", `{"scenario": "s", "builds": [{"name": "stock", "strandings_count": 2}]}`), `unknown field "strandings_count"`, 0},
-		{"a newer schema", write("v2.json", `{"schema_version": 2}`), "schema_version 2: written by a newer strandlab (this one reads up to 1)", 0},
-		{"two values", write("two.json", `{} {}`), "more than one JSON value", 0},
-		{"a FIFO", fifo, "not a regular file", 0},
-		{"gzip-compressed", writeGzip("v1.json.gz", `{"schema_version": 1, "scenario": "s", "builds": [{"name": "stock"}]}`), "", 1},
-		{"gzip-compressed, a renamed field", writeGzip("renamed.json.gz", `{"scenario": "s", "builds": [{"strandings_count": 2}]}`), `unknown field "strandings_count"`, 0},
-		{"named .gz, not compressed", write("plain.json.gz", `{"scenario": "s"}`), "gzip: invalid header", 0},
+		{"current", write("v2.json", `{"schema_version": 2, "scenario": "s", "builds": [{"name": "stock", "stranded": 2, "created_to_running_ms": {"p50": 7, "p99": 9}}]}`), "", 2, movedP50(7)},
+		{"version 1: attach_to_running_ms is read as created_to_running_ms", write("v1.json", `{"schema_version": 1, "scenario": "s", "builds": [{"name": "stock", "stranded": 2, "attach_to_running_ms": {"p50": 5, "p99": 9}}]}`), "", 1, movedP50(5)},
+		{"version 2 with the old name", write("v2-old.json", `{"schema_version": 2, "builds": [{"name": "stock", "attach_to_running_ms": {"p50": 5}}]}`), "builds[0].attach_to_running_ms: schema_version 2 names it created_to_running_ms", 0, nil},
+		{"before versioning", write("v0.json", `{"scenario": "s", "builds": [{"name": "stock"}]}`), "", 1, nil},
+		{"a renamed field", write("renamed.json", `{"scenario": "s", "builds": [{"name": "stock", "strandings_count": 2}]}`), `unknown field "strandings_count"`, 0, nil},
+		{"a newer schema", write("v3.json", `{"schema_version": 3}`), "schema_version 3: written by a newer strandlab (this one reads up to 2)", 0, nil},
+		{"two values", write("two.json", `{} {}`), "more than one JSON value", 0, nil},
+		{"a FIFO", fifo, "not a regular file", 0, nil},
+		{"gzip-compressed", writeGzip("v1.json.gz", `{"schema_version": 1, "scenario": "s", "builds": [{"name": "stock"}]}`), "", 1, nil},
+		{"gzip-compressed, a renamed field", writeGzip("renamed.json.gz", `{"scenario": "s", "builds": [{"strandings_count": 2}]}`), `unknown field "strandings_count"`, 0, nil},
+		{"named .gz, not compressed", write("plain.json.gz", `{"scenario": "s"}`), "gzip: invalid header", 0, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -314,6 +323,8 @@ func TestReadIsStrict(t *testing.T) {
 				t.Errorf("schema_version %d, want %d", r.SchemaVersion, tc.wantVersion)
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path)):
 				t.Errorf("Read = %v, want an error naming %s and %q", err, tc.path, tc.want)
+			case tc.check != nil && !tc.check(r):
+				t.Errorf("read %+v", r.Builds)
 			}
 		})
 	}
