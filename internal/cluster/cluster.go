@@ -49,6 +49,9 @@ type Spec struct {
 	// local against kind on one machine draws from that machine's kind runs
 	// (docs/kind.md, "Calibration").
 	RuntimeTimings string
+	// KubeletVerbosity is the kubelets' log verbosity (klog -v; 0: their
+	// default); only a provider with Capabilities.OwnKubelets takes it.
+	KubeletVerbosity int
 	// Extender, if set, runs the pinning scheduler extender with this
 	// configuration and makes kube-scheduler call it.
 	Pinning *pinning.Config
@@ -94,6 +97,9 @@ func (s Spec) Validate() error {
 	if s.OutputDir == "" {
 		return fmt.Errorf("cluster spec: outputDir: must not be empty")
 	}
+	if s.KubeletVerbosity < 0 || s.KubeletVerbosity > 10 {
+		return fmt.Errorf("cluster spec: kubeletVerbosity: %d out of range [0, 10]", s.KubeletVerbosity)
+	}
 	if s.CSIDeployment != "" && s.CSIDeployment != CSIStrandlab && s.CSIDeployment != CSIUpstream {
 		return fmt.Errorf("cluster spec: csiDeployment: %q, want %s or %s", s.CSIDeployment, CSIStrandlab, CSIUpstream)
 	}
@@ -133,6 +139,14 @@ type Provider interface {
 	// Capabilities says what the provider can do. It is data, constant
 	// for the provider, and answered without touching anything.
 	Capabilities() Capabilities
+	// PlanDown proves that dir is the state directory of a cluster this
+	// provider started and left running (--keep), whose run has ended,
+	// and says what Down would stop and remove. It changes nothing; a
+	// directory it cannot prove its own is an error (ownership.ErrNotOurs).
+	PlanDown(ctx context.Context, dir string) (fmt.Stringer, error)
+	// Down stops and removes the kept cluster of dir, after PlanDown's
+	// proof (`strandlab down DIR`, through the registry).
+	Down(ctx context.Context, dir string) error
 }
 
 // Capabilities is what a provider can do, stated as data and checked in one
@@ -208,6 +222,9 @@ func (c Capabilities) CheckSpec(spec Spec) error {
 		}
 		if spec.NodeStatusReportFrequency != 0 {
 			refuse("cluster.nodeStatusReportFrequency", kubelets)
+		}
+		if spec.KubeletVerbosity != 0 {
+			refuse("--kubelet-verbosity", kubelets)
 		}
 	}
 	if !c.SimulatedKubelets {
@@ -408,13 +425,22 @@ func NewRegistry(providers ...Provider) *Registry {
 // Names lists the registered providers in registration order.
 func (r *Registry) Names() []string { return append([]string(nil), r.names...) }
 
-// Capabilities returns what the provider called name can do, without
-// asking whether it is available here (checking a scenario file needs no
-// Docker, no kubeconfig).
-func (r *Registry) Capabilities(name string) (Capabilities, error) {
+// Provider returns the provider called name without asking whether it is
+// available here: checking a scenario file, or stopping a kept cluster,
+// needs no more than the provider's own code.
+func (r *Registry) Provider(name string) (Provider, error) {
 	p, ok := r.providers[name]
 	if !ok {
-		return Capabilities{}, fmt.Errorf("provider %q: unknown (known: %s)", name, strings.Join(r.names, ", "))
+		return nil, fmt.Errorf("provider %q: unknown (known: %s)", name, strings.Join(r.names, ", "))
+	}
+	return p, nil
+}
+
+// Capabilities returns what the provider called name can do (Provider).
+func (r *Registry) Capabilities(name string) (Capabilities, error) {
+	p, err := r.Provider(name)
+	if err != nil {
+		return Capabilities{}, err
 	}
 	return p.Capabilities(), nil
 }

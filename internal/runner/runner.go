@@ -77,6 +77,11 @@ type Options struct {
 	// (`strandlab runtime-timings`); "" keeps kubelet-sim's built-in ones.
 	// The other providers refuse it.
 	RuntimeTimings string
+	// KubeletVerbosity (--kubelet-verbosity) is the log verbosity of the
+	// cluster's kubelets (0: their default), for a run whose kubelet logs
+	// are to be read step by step (-v=4 logs each pod's syncs, -v=3 each
+	// status patch). It costs the kubelets CPU: not for measuring runs.
+	KubeletVerbosity int
 }
 
 // runIDSuffix is what --run-id-suffix accepts: it ends the report
@@ -433,7 +438,7 @@ func clusterSpec(sc *scenario.Scenario, build, controller, outDir string, keep b
 		FailedMountOnTimeout:      sc.Cluster.FailedMountOnTimeout, ControllerManager: controller,
 		Pinning: pinningConfig(sc), Proxy: proxyProfile(sc),
 		Namespace: Namespace, StorageClass: sc.Cluster.StorageClassName(), CSIDeployment: opts.CSIDeployment, Seed: sc.Seed,
-		RuntimeTimings: opts.RuntimeTimings}
+		RuntimeTimings: opts.RuntimeTimings, KubeletVerbosity: opts.KubeletVerbosity}
 }
 
 // outcomeOf is what a band checks of a build.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/strandlab/strandlab/internal/cluster/existing"
 	"github.com/strandlab/strandlab/internal/ownership"
 	"github.com/strandlab/strandlab/internal/process"
 )
@@ -97,6 +99,14 @@ func TestDownTouchesOnlyWhatIsOurs(t *testing.T) {
 			writeJSON(t, filepath.Join(dir, ownership.MarkerFile), marker("kind", true, dead, "kind"))
 			return dir
 		}, want: `kind_cluster "kind" is not a name strandlab gives`},
+		{name: "a marker naming a provider that is not registered", setup: func(t *testing.T, dir string) string {
+			writeJSON(t, filepath.Join(dir, ownership.MarkerFile), marker("minikube", true, dead, ""))
+			return dir
+		}, want: `provider "minikube": unknown`},
+		{name: "a marker naming the existing provider, which keeps no directory", setup: func(t *testing.T, dir string) string {
+			writeJSON(t, filepath.Join(dir, ownership.MarkerFile), marker("existing", true, dead, ""))
+			return dir
+		}, want: "keeps no state directory"},
 		{name: "a recorded pid now naming another process", setup: func(t *testing.T, dir string) string {
 			writeJSON(t, filepath.Join(dir, ownership.MarkerFile), marker("local", true, dead, ""))
 			reused := decoyID
@@ -110,7 +120,7 @@ func TestDownTouchesOnlyWhatIsOurs(t *testing.T) {
 			dir := t.TempDir()
 			path := tc.setup(t, dir)
 			var out strings.Builder
-			err := downDir(context.Background(), path, false, &out)
+			err := downDir(context.Background(), providers("", io.Discard, &existing.Provider{}), path, false, &out)
 			switch {
 			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
 				t.Errorf("down = %v, want a refusal naming %q", err, tc.want)
@@ -139,7 +149,7 @@ func TestDownDryRun(t *testing.T) {
 	dead := ownership.ProcessID{PID: 1 << 22, StartTime: 1, Executable: "/bin/strandlab"}
 	writeJSON(t, filepath.Join(dir, ownership.MarkerFile), ownership.Marker{Token: strings.Repeat("cd", 16), Provider: "local", Creator: dead, Kept: true})
 	var out strings.Builder
-	if err := downDir(context.Background(), dir, true, &out); err != nil {
+	if err := downDir(context.Background(), providers("", io.Discard, &existing.Provider{}), dir, true, &out); err != nil {
 		t.Fatal(err)
 	}
 	if out.String() != "remove "+dir+"\n" {

@@ -256,6 +256,7 @@ anything is touched. See docs/existing.md.`,
 	f.StringVar(&opts.OutputDir, "output", "_output", "output directory (relative to the repository root)")
 	f.StringVar(&opts.CSIDeployment, "csi-driver", "", "the CSI driver the cluster runs: strandlab (default) or upstream (kind, 1 worker, images from registry.k8s.io: docs/kind.md)")
 	f.StringVar(&opts.RuntimeTimings, "runtime-timings", "", "local provider: the timings file kubelet-sim draws its container runtime from (strandlab runtime-timings writes one from kind reports; default: kubelet-sim's built-in, measured on kind)")
+	f.IntVar(&opts.KubeletVerbosity, "kubelet-verbosity", 0, "the kubelets' log verbosity, 0-10 (kind: the kubelet's -v, 4 logs each pod's syncs and 3 each status patch, in the run's logs/kind; local: kubelet-sim's -v); for reading a run's kubelet logs, not for measuring: it costs the kubelets CPU")
 	f.StringVar(&opts.RunIDSuffix, "run-id-suffix", "", "append -SUFFIX to the run id (and report directory): shards of one scenario run in the same second stay distinct for strandlab merge")
 	ext.register(cmd)
 	return cmd
@@ -337,36 +338,27 @@ func providers(repoRoot string, progress io.Writer, ext *existing.Provider) *clu
 }
 
 // downDir stops the kept cluster whose state directory is dir, after its
-// provider has proved the directory (and the cluster) are strandlab's own;
-// with dryRun it prints the plan and does nothing.
-func downDir(ctx context.Context, dir string, dryRun bool, out io.Writer) error {
+// provider (the one its marker names, through the registry) has proved the
+// directory (and the cluster) are strandlab's own; with dryRun it prints
+// the plan and does nothing.
+func downDir(ctx context.Context, registry *cluster.Registry, dir string, dryRun bool, out io.Writer) error {
 	m, err := ownership.ReadMarker(dir, "")
 	if err != nil {
 		return fmt.Errorf("%w: nothing stopped, nothing removed", err)
 	}
-	var plan fmt.Stringer
-	var do func() error
-	switch m.Provider {
-	case local.Name:
-		p, err := local.PlanDown(dir)
-		if err != nil {
-			return err
-		}
-		plan, do = p, func() error { return local.Down(ctx, dir) }
-	case kind.Name:
-		p, err := kind.PlanDown(ctx, dir)
-		if err != nil {
-			return err
-		}
-		plan, do = p, func() error { return kind.Down(ctx, dir) }
-	default:
-		return fmt.Errorf("%s: %w: provider %q", dir, ownership.ErrNotOurs, m.Provider)
+	provider, err := registry.Provider(m.Provider)
+	if err != nil {
+		return fmt.Errorf("%s: %w: %w", dir, ownership.ErrNotOurs, err)
+	}
+	plan, err := provider.PlanDown(ctx, dir)
+	if err != nil {
+		return err
 	}
 	fmt.Fprint(out, plan)
 	if dryRun {
 		return nil
 	}
-	return do()
+	return provider.Down(ctx, dir)
 }
 
 func downCommand() *cobra.Command {
@@ -401,7 +393,7 @@ until its PersistentVolumes and their VolumeAttachments are gone (at most
 			if kubeconfig != "" {
 				return existing.Down(cmd.Context(), kubeconfig, namespace, os.Stderr)
 			}
-			return downDir(cmd.Context(), args[0], dryRun, os.Stdout)
+			return downDir(cmd.Context(), providers("", io.Discard, &existing.Provider{}), args[0], dryRun, os.Stdout)
 		},
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print what down would stop and remove, and do nothing")

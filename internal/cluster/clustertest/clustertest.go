@@ -5,6 +5,7 @@ package clustertest
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/strandlab/strandlab/internal/cluster"
 )
@@ -23,6 +24,12 @@ func (p Provider) Available(context.Context) error    { return p.Missing }
 func (p Provider) Capabilities() cluster.Capabilities { return p.Abilities }
 func (p Provider) Start(context.Context, cluster.Spec) (cluster.Cluster, error) {
 	return nil, errors.New("clustertest: a fake provider starts no cluster")
+}
+func (p Provider) PlanDown(context.Context, string) (fmt.Stringer, error) {
+	return nil, errors.New("clustertest: a fake provider keeps no cluster")
+}
+func (p Provider) Down(context.Context, string) error {
+	return errors.New("clustertest: a fake provider keeps no cluster")
 }
 
 // Everything is what a provider that starts its own clusters can do (the

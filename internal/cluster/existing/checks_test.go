@@ -53,6 +53,8 @@ func TestCheckSpec(t *testing.T) {
 			want: []string{"cluster.nodeStatusUpdateFrequency: configures strandlab's simulated kubelets"}},
 		{name: "simulated kubelets' report pace", change: func(s *cluster.Spec) { s.NodeStatusReportFrequency = time.Second },
 			want: []string{"cluster.nodeStatusReportFrequency:"}},
+		{name: "the kubelets' log verbosity", change: func(s *cluster.Spec) { s.KubeletVerbosity = 4 },
+			want: []string{"--kubelet-verbosity:"}},
 		{name: "simulated kubelets' FailedMount", change: func(s *cluster.Spec) { s.FailedMountOnTimeout = true },
 			want: []string{"cluster.failedMountOnTimeout:"}},
 		{name: "simulated kubelets' runtime timings", change: func(s *cluster.Spec) { s.RuntimeTimings = "timings.json" },

@@ -95,6 +95,19 @@ func (p *Provider) Name() string { return Name }
 // Capabilities: see the package variable.
 func (p *Provider) Capabilities() cluster.Capabilities { return Capabilities }
 
+// errNoStateDir: a kept run of the existing provider is a namespace on a
+// cluster, not a directory here.
+var errNoStateDir = errors.New("the existing provider keeps no state directory: remove a kept run's namespace with strandlab down --kubeconfig FILE --namespace NS")
+
+// PlanDown refuses: see errNoStateDir (the package function Down removes a
+// kept run's namespace).
+func (p *Provider) PlanDown(context.Context, string) (fmt.Stringer, error) {
+	return nil, errNoStateDir
+}
+
+// Down refuses: see errNoStateDir.
+func (p *Provider) Down(context.Context, string) error { return errNoStateDir }
+
 // CheckSpec: see the package function.
 func (p *Provider) CheckSpec(spec cluster.Spec) error { return CheckSpec(spec) }
 

@@ -88,16 +88,30 @@ func (l *progressLines) Write(b []byte) (int, error) {
 		if i < 0 {
 			return len(b), nil
 		}
-		newKindLogger(l.w).V(0).Info(string(l.partial[:i]))
+		l.line(string(l.partial[:i]))
 		l.partial = l.partial[i+1:]
 	}
 }
 
 func (l *progressLines) flush() {
 	if len(l.partial) > 0 {
-		newKindLogger(l.w).V(0).Info(string(l.partial))
+		l.line(string(l.partial))
 		l.partial = nil
 	}
+}
+
+// line passes one line on, less kind's usage hints and salutation after a
+// create (the library's CreateWithDisplayUsage and
+// CreateWithDisplaySalutation, which its CLI always shows): they name
+// kubectl contexts strandlab does not use.
+func (l *progressLines) line(s string) {
+	for _, hint := range []string{"Set kubectl context to", "You can now use your cluster with", "kubectl cluster-info --context",
+		"Have a question, bug, or feature request?", "Thanks for using kind!", "Not sure what to do next?", "Check out https://kind.sigs.k8s.io/docs/user/quick-start/"} {
+		if strings.Contains(s, hint) {
+			return
+		}
+	}
+	newKindLogger(l.w).V(0).Info(s)
 }
 
 // dockerExec runs a command in a node container. A plain `docker exec`

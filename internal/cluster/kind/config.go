@@ -124,6 +124,10 @@ func kubeadmPatches(spec cluster.Spec) ([]string, error) {
 	if d := spec.NodeStatusReportFrequency; d > 0 {
 		kubelet["nodeStatusReportFrequency"] = d.String()
 	}
+	if v := spec.KubeletVerbosity; v > 0 {
+		// component-base's LoggingConfiguration, the kubelet's -v.
+		kubelet["logging"] = map[string]any{"verbosity": v}
+	}
 	init := map[string]any{
 		"kind": "InitConfiguration",
 		// kind skips preflight itself; kube-proxy and CoreDNS have no image

@@ -86,6 +86,21 @@ func TestRenderConfig(t *testing.T) {
 		if kubelet["nodeStatusUpdateFrequency"] != "2s" || kubelet["nodeStatusReportFrequency"] != "1m0s" {
 			t.Errorf("kubelet patch = %v", kubelet)
 		}
+		if _, ok := kubelet["logging"]; ok {
+			t.Errorf("kubelet logging set without a verbosity: %v", kubelet["logging"])
+		}
+	})
+
+	t.Run("kubelet verbosity", func(t *testing.T) {
+		spec := base
+		spec.KubeletVerbosity = 4
+		cfg, err := RenderConfig(spec, layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if logging, _ := patch(t, cfg, "KubeletConfiguration")["logging"].(map[string]any); logging["verbosity"] != float64(4) {
+			t.Errorf("kubelet logging = %v, want verbosity 4", logging)
+		}
 	})
 
 	t.Run("controller build mounted over the static pod's binary", func(t *testing.T) {

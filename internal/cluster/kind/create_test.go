@@ -89,3 +89,21 @@ func TestEnvironment(t *testing.T) {
 		})
 	}
 }
+
+// kind's output reaches the progress writer a line at a time, written in
+// any pieces, without the kubectl hints its CLI prints after a create.
+func TestProgressLines(t *testing.T) {
+	var out strings.Builder
+	l := &progressLines{w: &out}
+	for _, piece := range []string{"Creating cluster \"sl-x\" ...\n ✓ Ensuring node im", "age 🖼\nSet kubectl context to \"kind-sl-x\"\n",
+		"You can now use your cluster with:\n\nkubectl cluster-info --context kind-sl-x\n", "Deleted nodes: [\"sl-x-worker\"]"} {
+		if _, err := l.Write([]byte(piece)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l.flush()
+	want := ">> kind: Creating cluster \"sl-x\" ...\n>> kind: ✓ Ensuring node image 🖼\n>> kind: Deleted nodes: [\"sl-x-worker\"]\n"
+	if out.String() != want {
+		t.Errorf("progress:\n%s\nwant:\n%s", out.String(), want)
+	}
+}

@@ -97,6 +97,14 @@ func (p *Provider) Capabilities() cluster.Capabilities {
 		OwnKubelets: true, OwnCSIDriver: true}
 }
 
+// PlanDown: see the package function.
+func (p *Provider) PlanDown(ctx context.Context, dir string) (fmt.Stringer, error) {
+	return PlanDown(ctx, dir)
+}
+
+// Down: see the package function.
+func (p *Provider) Down(ctx context.Context, dir string) error { return Down(ctx, dir) }
+
 // CheckSpec refuses, before anything is built or started, a spec this
 // machine cannot start (more nodes than the Docker host's inotify limit
 // holds: checkInotify), or upstream's CSI driver on more than one node;

@@ -82,6 +82,14 @@ func (p *Provider) Capabilities() cluster.Capabilities {
 	}
 }
 
+// PlanDown: see the package function.
+func (p *Provider) PlanDown(_ context.Context, dir string) (fmt.Stringer, error) {
+	return PlanDown(dir)
+}
+
+// Down: see the package function.
+func (p *Provider) Down(ctx context.Context, dir string) error { return Down(ctx, dir) }
+
 // NodeNames are the names of a local cluster's n nodes: node-1 to node-n.
 func NodeNames(n int) []string {
 	names := make([]string, n)
@@ -553,7 +561,10 @@ func (st *starting) startKubelets(context.Context) ([]readiness, error) {
 	if spec.RuntimeTimings != "" {
 		common = append(common, "--runtime-timings="+spec.RuntimeTimings)
 	}
-	if klog.V(4).Enabled() {
+	switch {
+	case spec.KubeletVerbosity > 0:
+		common = append(common, "-v="+strconv.Itoa(spec.KubeletVerbosity))
+	case klog.V(4).Enabled():
 		common = append(common, "-v=4")
 	}
 	var checks []readiness
