@@ -42,6 +42,9 @@ builds: [stock]
 `
 
 func TestAFourthProviderRunsAScenario(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts a local cluster")
+	}
 	root := suite.RepoRoot(t)
 	path := filepath.Join(t.TempDir(), "lent-control.yaml")
 	if err := os.WriteFile(path, []byte(scenarioFile), 0o644); err != nil {
