@@ -4,7 +4,7 @@
 // owner's explicit consent (Provider.Consent, --cluster-owner-consent), only
 // in a namespace it creates and labels, refuses what it cannot do on a
 // cluster it does not own (a proxy with faults, the pinning extender, a
-// controller build: CheckSpec), and on Stop leaves the cluster as it found
+// controller build: Capabilities, which cluster.CheckSpec reads), and on Stop leaves the cluster as it found
 // it: the namespace, its PersistentVolumes and their VolumeAttachments gone
 // (docs/existing.md).
 package existing
