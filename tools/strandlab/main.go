@@ -435,12 +435,10 @@ func validateCommand() *cobra.Command {
 					}
 				}
 				if err == nil {
-					caps, lookupErr := registry.Capabilities(sc.Cluster.Provider)
-					switch {
-					case lookupErr != nil:
+					if caps, lookupErr := registry.Capabilities(sc.Cluster.Provider); lookupErr != nil {
 						err = fmt.Errorf("scenario %s: cluster.provider: %w", f, lookupErr)
-					case caps.CheckScenario(sc) != nil:
-						err = fmt.Errorf("scenario %s: provider %q cannot run it:\n%w", f, sc.Cluster.Provider, caps.CheckScenario(sc))
+					} else if refused := caps.CheckScenario(sc); refused != nil {
+						err = fmt.Errorf("scenario %s: provider %q cannot run it:\n%w", f, sc.Cluster.Provider, refused)
 					}
 				}
 				if err != nil {
