@@ -232,7 +232,7 @@ func TestSmokeRunWritesTheReport(t *testing.T) {
 		}
 	}
 	// kubelet-sim's volumes are the kubelet's own code (docs/kubelet-sim.md).
-	if v, want := rep.Components["kubelet-sim"].Version, "volume manager from k8s.io/kubernetes@v1.37.2"; !strings.Contains(v, want) {
+	if v, want := rep.Components["kubelet-sim"].Version, "volume manager and pod status manager from k8s.io/kubernetes@v1.37.2"; !strings.Contains(v, want) {
 		t.Errorf("component kubelet-sim is %q, want it to name the %s", v, want)
 	}
 	if v := rep.Components["kubelet-sim"].Version; !strings.Contains(v, "runtime timings drawn from "+source) {

@@ -226,12 +226,13 @@ func (b Binaries) Components(ctx context.Context, runtimeTimings string) []prove
 	}
 	out = append(out,
 		// The pods, the node and the container runtime are simulated; their
-		// volumes are mounted by the kubelet's own code; the runtime's
+		// volumes are mounted and their statuses written by the kubelet's
+		// own code; the runtime's
 		// timings are drawn from what was measured on kind
 		// (docs/kubelet-sim.md).
 		provenance.Component{Name: "kubelet-sim", Version: "simulated pods, node status and container runtime (runtime timings drawn from " +
-			kubeletSimRuntimeSource(ctx, b.KubeletSim, runtimeTimings) + "); volume manager from k8s.io/kubernetes@" + b.Versions["kubelet-sim"],
-			Provenance: "built from github.com/strandlab/strandlab/tools/upstream/kubelet-sim with k8s.io/kubernetes@" + b.Versions["kubelet-sim"] + " (pkg/kubelet/volumemanager, pkg/volume/csi)"},
+			kubeletSimRuntimeSource(ctx, b.KubeletSim, runtimeTimings) + "); volume manager and pod status manager from k8s.io/kubernetes@" + b.Versions["kubelet-sim"],
+			Provenance: "built from github.com/strandlab/strandlab/tools/upstream/kubelet-sim with k8s.io/kubernetes@" + b.Versions["kubelet-sim"] + " (pkg/kubelet/volumemanager, pkg/kubelet/status, pkg/volume/csi)"},
 		provenance.Component{Name: "csi-driver", Version: "strandlab hostpath", Provenance: "github.com/strandlab/strandlab/tools/csi-driver"},
 		provenance.Component{Name: "pin-extender", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/pin-extender"},
 		provenance.Component{Name: "apiproxy", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/apiproxy"})

@@ -38,11 +38,6 @@ const (
 	// pod again after a failed sync (kubelet.backOffPeriod), plus up to 50%
 	// jitter (pod_workers.go workerBackOffPeriodJitterFactor).
 	DefaultPodSyncBackOff = 10 * time.Second
-	// DefaultStatusSyncPeriod is how often the status manager syncs every
-	// pod (pkg/kubelet/status.syncPeriod): a deleted pod whose terminal
-	// phase had not come back from the API server when its volumes were
-	// unmounted is confirmed deleted at the first sync after it has.
-	DefaultStatusSyncPeriod = 10 * time.Second
 	// DefaultRelistPeriod is the PLEG's periodic relist
 	// (kubelet.genericPlegRelistPeriod): a pod worker's terminating and
 	// terminated syncs each wait for a relist begun after the pod's
@@ -96,9 +91,6 @@ type Config struct {
 	// PodSyncBackOff is the pod workers' back-off after a failed sync
 	// (default DefaultPodSyncBackOff, the kubelet's); tests shorten it.
 	PodSyncBackOff time.Duration
-	// StatusSyncPeriod is the status manager's periodic sync (default
-	// DefaultStatusSyncPeriod, the kubelet's); tests shorten it.
-	StatusSyncPeriod time.Duration
 	// RelistPeriod is the PLEG's periodic relist (default
 	// DefaultRelistPeriod, the kubelet's); tests shorten it.
 	RelistPeriod time.Duration
@@ -133,9 +125,6 @@ func (c *Config) setDefaults() error {
 	}
 	if c.PodSyncBackOff == 0 {
 		c.PodSyncBackOff = DefaultPodSyncBackOff
-	}
-	if c.StatusSyncPeriod == 0 {
-		c.StatusSyncPeriod = DefaultStatusSyncPeriod
 	}
 	if c.RelistPeriod == 0 {
 		c.RelistPeriod = DefaultRelistPeriod

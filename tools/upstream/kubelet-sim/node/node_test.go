@@ -36,6 +36,7 @@ type gateVolumes struct {
 
 func (g *gateVolumes) AdmitPod(pod *corev1.Pod)     { g.record("admit " + string(pod.UID)) }
 func (g *gateVolumes) PodTerminating(uid types.UID) { g.record("terminating " + string(uid)) }
+func (g *gateVolumes) PodTerminated(uid types.UID)  { g.record("terminated " + string(uid)) }
 func (g *gateVolumes) record(call string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
@@ -73,12 +74,6 @@ func startNode(t *testing.T, client *fake.Clientset, cfg Config) *Node {
 	if cfg.PodSyncBackOff == 0 {
 		cfg.PodSyncBackOff = 10 * time.Millisecond // the kubelet's 10 s would only slow the tests
 	}
-	if cfg.StatusSyncPeriod == 0 {
-		// A deletion confirmed at the periodic sync (the fake's watch may
-		// deliver the terminal phase after the instant unmount) need not
-		// wait the kubelet's 10 s.
-		cfg.StatusSyncPeriod = 50 * time.Millisecond
-	}
 	if cfg.RelistPeriod == 0 {
 		cfg.RelistPeriod = 10 * time.Millisecond // the PLEG's 1 s would only slow the tests
 	}
@@ -101,9 +96,13 @@ func boundPod(name string) *corev1.Pod {
 	}
 }
 
+// eventually polls cond until it holds. Its deadline is 30 s: a status
+// whose write failed, or a deletion that waits for the terminal phase to
+// come back, is retried at the status manager's periodic sync, every 10 s
+// (upstream's, not configurable).
 func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
-	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 10*time.Second, true, func(context.Context) (bool, error) {
+	err := wait.PollUntilContextTimeout(context.Background(), 10*time.Millisecond, 30*time.Second, true, func(context.Context) (bool, error) {
 		return cond(), nil
 	})
 	if err != nil {
@@ -166,15 +165,17 @@ func TestPodLifecycle(t *testing.T) {
 	tests := []struct {
 		name string
 		// failPatches makes the first n pod status patches fail with
-		// patchErr (default a 500).
+		// patchErr (default a 500): the ContainerCreating status is not
+		// written, and the status manager writes the next one (Running)
+		// when the pod worker sets it.
 		failPatches int32
 		patchErr    error
 		// deleteWhileMounting deletes the pod before its volumes are released.
 		deleteWhileMounting bool
 	}{
 		{name: "pod starts once volumes are mounted, then graceful deletion"},
-		{name: "status patch errors are retried", failPatches: 2},
-		{name: "status patch conflicts are retried", failPatches: 2,
+		{name: "status patch errors are retried", failPatches: 1},
+		{name: "status patch conflicts are retried", failPatches: 1,
 			patchErr: apierrors.NewConflict(schema.GroupResource{Resource: "pods"}, "web-0", errors.New("the object has been modified"))},
 		{name: "pod deleted while its volumes are still attaching never runs", deleteWhileMounting: true},
 	}
@@ -207,12 +208,17 @@ func TestPodLifecycle(t *testing.T) {
 			if _, err := client.CoreV1().Pods("ns").Create(context.Background(), pod, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			eventually(t, "ContainerCreating while volumes mount", func() bool {
-				p := getPod(client, "web-0")
-				return p != nil && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
-					p.Status.ContainerStatuses[0].State.Waiting.Reason == "ContainerCreating" && p.Status.Phase == corev1.PodPending
-			})
+			if tc.failPatches == 0 {
+				eventually(t, "ContainerCreating while volumes mount", func() bool {
+					p := getPod(client, "web-0")
+					return p != nil && len(p.Status.ContainerStatuses) == 1 && p.Status.ContainerStatuses[0].State.Waiting != nil &&
+						p.Status.ContainerStatuses[0].State.Waiting.Reason == "ContainerCreating" && p.Status.Phase == corev1.PodPending
+				})
+			}
 			eventually(t, "volume wait started", func() bool { return vols.waits.Load() > 0 })
+			if tc.failPatches > 0 {
+				eventually(t, "the failed patches", func() bool { return failed.Load() == tc.failPatches })
+			}
 
 			if !tc.deleteWhileMounting {
 				close(vols.release)
@@ -432,29 +438,40 @@ func TestVolumeManagerHearsOfAdmissionAndTermination(t *testing.T) {
 	}
 }
 
-// The deletion is confirmed only once the pod the informer delivers has its
-// terminal phase (the status manager's canBeDeleted): a terminal status the
-// API server has not recorded yet holds the delete back until it has, and
-// the status manager syncs again (here: for another pod's status).
+// The status manager deletes a terminated pod only once the API server has
+// its terminal phase (canBeDeleted reads the pod the GET or the PATCH
+// returned, or at the periodic sync the pod manager's copy). Here the API
+// server swallows every terminal status, so the phase arrives only when
+// the test writes it; the deletion must follow it, at the next periodic
+// sync, and never precede it.
 func TestDeletionWaitsForTheTerminalPhase(t *testing.T) {
 	client := fake.NewClientset()
 	var holdTerminal atomic.Bool
 	holdTerminal.Store(true)
+	var swallowed atomic.Int32
 	client.PrependReactor("patch", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		p := a.(clienttesting.PatchActionImpl)
 		if p.GetName() == "web-0" && holdTerminal.Load() && strings.Contains(string(p.Patch), string(corev1.PodSucceeded)) {
-			return true, &corev1.Pod{}, nil // accepted, not recorded yet (the reactor holds the fake's lock: no client call here)
+			swallowed.Add(1)
+			return true, &corev1.Pod{}, nil // accepted, not recorded (the reactor holds the fake's lock: no client call here)
 		}
 		return false, nil, nil
 	})
-	var deletes atomic.Int32
+	gvr := corev1.SchemeGroupVersion.WithResource("pods")
+	var mu sync.Mutex
+	var phasesAtDelete []corev1.PodPhase
 	client.PrependReactor("delete", "pods", func(clienttesting.Action) (bool, runtime.Object, error) {
-		deletes.Add(1)
+		obj, err := client.Tracker().Get(gvr, "ns", "web-0")
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			phasesAtDelete = append(phasesAtDelete, obj.(*corev1.Pod).Status.Phase)
+		}
 		return false, nil, nil
 	})
-	// The periodic sync is left at the kubelet's 10 s: the test ends well
-	// before it, so the confirmation must come with another pod's status.
-	n := startNode(t, client, Config{StatusSyncPeriod: DefaultStatusSyncPeriod})
+	vols := &gateVolumes{release: make(chan struct{})}
+	close(vols.release)
+	startNode(t, client, Config{Volumes: vols})
 	if _, err := client.CoreV1().Pods("ns").Create(context.Background(), boundPod("web-0"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -465,57 +482,25 @@ func TestDeletionWaitsForTheTerminalPhase(t *testing.T) {
 	if _, err := client.CoreV1().Pods("ns").Update(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the terminal status sent", func() bool {
-		for _, a := range client.Actions() {
-			if pa, ok := a.(clienttesting.PatchActionImpl); ok && pa.GetName() == "web-0" && strings.Contains(string(pa.Patch), string(corev1.PodSucceeded)) {
-				return true
-			}
-		}
-		return false
+	// The terminated sync has unmounted, and its terminal status or
+	// TerminatePod's has been swallowed.
+	eventually(t, "the volumes unmounted and a terminal status swallowed", func() bool {
+		return vols.unmounted.Load() > 0 && swallowed.Load() > 0
 	})
-	// The worker has terminated (its terminating sync waits for the relist
-	// after the terminal status) and found the terminal phase not back yet
-	// when it waits for the status manager's next sync; only then does the
-	// API server record it, or the worker would see it at once and delete.
-	eventually(t, "the terminated pod waits for the next status sync", func() bool {
-		n.pods.syncs.mu.Lock()
-		defer n.pods.syncs.mu.Unlock()
-		return n.pods.syncs.ch != nil
-	})
-	// The API server now records the terminal phase; the next status sync
-	// comes with another pod's status.
 	holdTerminal.Store(false)
 	p = getPod(client, "web-0")
+	if p == nil {
+		t.Fatal("web-0 deleted while the API server had no terminal phase")
+	}
 	p.Status.Phase = corev1.PodSucceeded
 	if _, err := client.CoreV1().Pods("ns").UpdateStatus(context.Background(), p, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	eventually(t, "the informer delivered the terminal phase", func() bool {
-		n.pods.mu.Lock()
-		defer n.pods.mu.Unlock()
-		w, ok := n.pods.workers["uid-web-0"]
-		return ok && w.latest.Load().Status.Phase == corev1.PodSucceeded
-	})
-	if _, err := client.CoreV1().Pods("ns").Create(context.Background(), boundPod("web-1"), metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	eventually(t, "deletion confirmed at the next status sync", func() bool { return getPod(client, "web-0") == nil })
-	// The delete came after a status sync of web-1, not when the terminal
-	// phase arrived.
-	synced := false
-	for _, a := range client.Actions() {
-		if pa, ok := a.(clienttesting.PatchActionImpl); ok && pa.GetName() == "web-1" && pa.GetSubresource() == "status" {
-			synced = true
-		}
-		if a.GetVerb() == "delete" && a.GetResource().Resource == "pods" {
-			if !synced {
-				t.Error("web-0 deleted before the status manager synced again")
-			}
-			break
-		}
-	}
-	if deletes.Load() != 1 {
-		t.Errorf("%d deletes, want 1", deletes.Load())
+	eventually(t, "deletion once the phase is terminal", func() bool { return getPod(client, "web-0") == nil })
+	mu.Lock()
+	defer mu.Unlock()
+	if len(phasesAtDelete) != 1 || phasesAtDelete[0] != corev1.PodSucceeded {
+		t.Errorf("phases the API server had at each delete: %v, want one delete at %s", phasesAtDelete, corev1.PodSucceeded)
 	}
 }
 
@@ -523,21 +508,30 @@ func TestDeletionWaitsForTheTerminalPhase(t *testing.T) {
 // periodic relist after its last sync (podCache.GetNewerThan in
 // podWorkerLoop; the pod is deleted here just after it ran, within the
 // relist period), and its deletion is confirmed no earlier than the relist
-// after its terminating sync wrote the terminal status.
+// after that one (the terminated sync). The Running write stands for the
+// end of the pod's start: both come within microseconds, so a relist
+// falls between them about once in 10,000 runs.
 func TestTerminationWaitsForTheRelist(t *testing.T) {
 	const period = 400 * time.Millisecond
 	client := fake.NewClientset()
 	var mu sync.Mutex
-	var runningAt, succeededAt, deletedAt time.Time
+	var runningAt, stoppedAt, deletedAt time.Time
+	var n *Node
+	var terminalTooSoon atomic.Bool
 	client.PrependReactor("patch", "pods", func(a clienttesting.Action) (bool, runtime.Object, error) {
 		patch := string(a.(clienttesting.PatchActionImpl).Patch)
+		// The status manager sends the terminal phase only once the
+		// pod's containers can no longer run (mergePodStatus).
+		if strings.Contains(patch, string(corev1.PodSucceeded)) && n.pods.PodCouldHaveRunningContainers(boundPod("web-0")) {
+			terminalTooSoon.Store(true)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		switch {
 		case strings.Contains(patch, string(corev1.PodRunning)):
 			runningAt = time.Now()
-		case strings.Contains(patch, string(corev1.PodSucceeded)):
-			succeededAt = time.Now()
+		case stoppedAt.IsZero() && strings.Contains(patch, `"terminated"`):
+			stoppedAt = time.Now()
 		}
 		return false, nil, nil
 	})
@@ -547,25 +541,29 @@ func TestTerminationWaitsForTheRelist(t *testing.T) {
 		deletedAt = time.Now()
 		return false, nil, nil
 	})
-	n := startNode(t, client, Config{RelistPeriod: period})
+	n = startNode(t, client, Config{RelistPeriod: period})
 	if _, err := client.CoreV1().Pods("ns").Create(context.Background(), boundPod("web-0"), metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	eventually(t, "Running", func() bool { p := getPod(client, "web-0"); return p != nil && p.Status.Phase == corev1.PodRunning })
 	deleteGracefully(t, client, "web-0")
+	if terminalTooSoon.Load() {
+		t.Error("the terminal phase was sent while the pod's containers could still run")
+	}
 
 	mu.Lock()
 	defer mu.Unlock()
-	if runningAt.IsZero() || succeededAt.IsZero() || deletedAt.IsZero() {
-		t.Fatalf("missing a step: Running at %v, Succeeded at %v, deleted at %v", runningAt, succeededAt, deletedAt)
+	if runningAt.IsZero() || stoppedAt.IsZero() || deletedAt.IsZero() {
+		t.Fatalf("missing a step: Running at %v, stopped at %v, deleted at %v", runningAt, stoppedAt, deletedAt)
 	}
-	if relist := n.nextRelist(runningAt); succeededAt.Before(relist) {
+	first := n.nextRelist(runningAt)
+	if stoppedAt.Before(first) {
 		t.Errorf("containers stopped %v after Running, before the first relist after it (%v after)",
-			succeededAt.Sub(runningAt), relist.Sub(runningAt))
+			stoppedAt.Sub(runningAt), first.Sub(runningAt))
 	}
-	if relist := n.nextRelist(succeededAt); deletedAt.Before(relist) {
-		t.Errorf("deletion confirmed %v after the terminal status, before the relist after it (%v after)",
-			deletedAt.Sub(succeededAt), relist.Sub(succeededAt))
+	if second := n.nextRelist(first); deletedAt.Before(second) {
+		t.Errorf("deletion confirmed %v after Running, before the relist after the terminating sync (%v after)",
+			deletedAt.Sub(runningAt), second.Sub(runningAt))
 	}
 }
 

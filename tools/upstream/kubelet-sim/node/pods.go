@@ -2,30 +2,31 @@ package node
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/apimachinery/pkg/util/strategicpatch"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/klog/v2"
+	"k8s.io/kubernetes/pkg/kubelet/status"
+	kubetypes "k8s.io/kubernetes/pkg/kubelet/types"
 
 	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/volumes"
 )
 
 // podWorkers runs one worker goroutine per pod bound to the node, like the
 // kubelet's pod workers: each pod's updates are handled in order, and
-// different pods never wait for each other.
+// different pods never wait for each other. Statuses go to the node's status
+// manager (upstream's), which writes them on its own goroutine; the pod
+// workers also answer the questions that manager asks the kubelet (the pod
+// manager's copy of a pod, whether its containers could still run).
 type podWorkers struct {
 	node *Node
 
@@ -35,34 +36,6 @@ type podWorkers struct {
 	// running counts the goroutines of the pod workers (and their retries),
 	// joined when run returns.
 	running sync.WaitGroup
-	// syncs tells of the status manager's syncs: each pod status written.
-	syncs statusSyncs
-}
-
-// statusSyncs wakes whoever waits for the status manager's next sync.
-type statusSyncs struct {
-	mu sync.Mutex
-	ch chan struct{}
-}
-
-// next is closed at the next sync after the call.
-func (s *statusSyncs) next() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch == nil {
-		s.ch = make(chan struct{})
-	}
-	return s.ch
-}
-
-// synced wakes those waiting for this sync.
-func (s *statusSyncs) synced() {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.ch != nil {
-		close(s.ch)
-		s.ch = nil
-	}
 }
 
 // podWorker holds the latest known version of one pod; nil means the pod is
@@ -71,8 +44,11 @@ type podWorker struct {
 	updates chan *corev1.Pod // capacity 1: only the newest version matters
 	// latest is the newest version the informer delivered, as the
 	// kubelet's pod manager holds it while the pod worker is busy (the
-	// status manager's canBeDeleted reads it there).
+	// status manager's canBeDeleted reads it there at its periodic sync).
 	latest atomic.Pointer[corev1.Pod]
+	// terminated: the pod's terminating sync has ended, so no container of
+	// it can run (podSyncStatus.terminatedAt, set by completeTerminating).
+	terminated atomic.Bool
 }
 
 func newPodWorkers(n *Node) *podWorkers {
@@ -105,6 +81,56 @@ func (pw *podWorkers) run(ctx context.Context) {
 	factory.Shutdown()
 	pw.running.Wait()
 }
+
+// The pod manager and the pod workers as upstream's status manager asks
+// them (status.PodManager, status.PodDeletionSafetyProvider). strandlab's
+// pods have no static or mirror pods, so UIDs translate to themselves.
+var (
+	_ status.PodManager                = (*podWorkers)(nil)
+	_ status.PodDeletionSafetyProvider = (*podWorkers)(nil)
+)
+
+// GetPodByUID is the newest version of the pod the informer delivered.
+func (pw *podWorkers) GetPodByUID(uid types.UID) (*corev1.Pod, bool) {
+	pw.mu.Lock()
+	w, ok := pw.workers[uid]
+	pw.mu.Unlock()
+	if !ok {
+		return nil, false
+	}
+	pod := w.latest.Load()
+	return pod, pod != nil
+}
+
+// GetMirrorPodByPod: there are no mirror pods.
+func (pw *podWorkers) GetMirrorPodByPod(*corev1.Pod) (*corev1.Pod, bool) { return nil, false }
+
+// TranslatePodUID: a pod's UID is its own.
+func (pw *podWorkers) TranslatePodUID(uid types.UID) kubetypes.ResolvedPodUID {
+	return kubetypes.ResolvedPodUID(uid)
+}
+
+// GetUIDTranslations: none.
+func (pw *podWorkers) GetUIDTranslations() (map[kubetypes.ResolvedPodUID]kubetypes.MirrorPodUID, map[kubetypes.MirrorPodUID]kubetypes.ResolvedPodUID) {
+	return map[kubetypes.ResolvedPodUID]kubetypes.MirrorPodUID{}, map[kubetypes.MirrorPodUID]kubetypes.ResolvedPodUID{}
+}
+
+// PodCouldHaveRunningContainers is podWorkers.CouldHaveRunningContainers:
+// true until the pod's terminating sync has ended; a pod without a worker
+// has none (the workers have synced every pod since they started).
+func (pw *podWorkers) PodCouldHaveRunningContainers(pod *corev1.Pod) bool {
+	pw.mu.Lock()
+	w, ok := pw.workers[pod.UID]
+	pw.mu.Unlock()
+	return ok && !w.terminated.Load()
+}
+
+// noStartupLatency: the pod startup latency tracker upstream feeds from the
+// status manager; kubelet-sim exports no such metric.
+type noStartupLatency struct{}
+
+func (noStartupLatency) RecordStatusUpdated(klog.Logger, *corev1.Pod) {}
+func (noStartupLatency) DeletePodStartupState(types.UID)              {}
 
 func (pw *podWorkers) update(ctx context.Context, pod *corev1.Pod) {
 	pw.mu.Lock()
@@ -171,15 +197,12 @@ func (w *podWorker) send(pod *corev1.Pod) {
 }
 
 // work drives one pod: mount its volumes and start it; on graceful deletion
-// stop it, unmount, and confirm the deletion (kubelet.syncPod,
-// syncTerminatingPod, syncTerminatedPod, then the status manager's delete).
+// stop it and unmount (kubelet.SyncPod, SyncTerminatingPod,
+// SyncTerminatedPod). The status manager deletes the pod once its
+// termination is finished and the API server has its terminal phase.
 func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip string) {
 	n := pw.node
-	defer func() {
-		pw.mu.Lock()
-		delete(pw.workers, uid)
-		pw.mu.Unlock()
-	}()
+	defer pw.remove(ctx, uid)
 
 	var (
 		pod         *corev1.Pod
@@ -187,58 +210,20 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 		startDone   chan error
 		running     bool
 		terminated  bool
-		confirmed   bool
 		// lastSync is when the pod's previous sync ended (podWorkerLoop's
 		// lastSyncTime): a terminating or terminated sync waits for the
 		// PLEG's first relist after it.
 		lastSync time.Time
-		// statusSync fires at the status manager's next periodic sync
-		// while a terminated pod waits to be confirmed deleted; syncWake
-		// at its next sync for another pod's status (either syncBatch
-		// looks at every pod: status.manager.needsUpdate).
-		statusSync *time.Timer
-		syncWake   <-chan struct{}
 	)
-	defer func() {
-		startCancel()
-		if statusSync != nil {
-			statusSync.Stop()
-		}
-	}()
-	// confirm deletes the terminated pod once the API server has its
-	// terminal phase, or waits for the status manager's next sync.
-	confirm := func() {
-		if confirmed {
-			return
-		}
-		err := pw.confirmDeletion(ctx, w.latest.Load())
-		if err == nil {
-			confirmed = true
-			return
-		}
-		if !errors.Is(err, errNotTerminalYet) && ctx.Err() == nil {
-			klog.FromContext(ctx).Error(err, "Confirming deletion failed, will retry at the next status sync", "pod", klog.KObj(pod))
-		}
-		syncWake = pw.syncs.next()
-		statusSync = resetTimer(statusSync, n.untilStatusSync(time.Now()))
-	}
+	defer startCancel()
 	for {
 		var startResult chan error = startDone
-		var syncTick <-chan time.Time
-		var syncOther <-chan struct{}
-		if terminated && !confirmed && statusSync != nil {
-			syncTick, syncOther = statusSync.C, syncWake
-		}
 		select {
 		case <-ctx.Done():
 			if startDone != nil {
 				<-startDone // the start sees ctx end too
 			}
 			return
-		case <-syncTick:
-			confirm()
-		case <-syncOther:
-			confirm()
 		case p := <-w.updates:
 			if p == nil { // gone from the API server
 				startCancel()
@@ -263,7 +248,7 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 					startDone = nil
 					lastSync = time.Now()
 				}
-				if err := pw.terminate(ctx, pod, &running, &lastSync); err != nil {
+				if err := pw.terminate(ctx, w, pod, &running, &lastSync); err != nil {
 					lastSync = time.Now()
 					if ctx.Err() == nil {
 						klog.FromContext(ctx).Error(err, "Terminating pod failed, will retry on next update", "pod", klog.KObj(pod))
@@ -272,8 +257,6 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 					continue
 				}
 				terminated = true
-				// The status manager's TerminatePod syncs at once.
-				confirm()
 				continue
 			}
 			if startDone == nil && !running && !terminated {
@@ -295,14 +278,17 @@ func (pw *podWorkers) work(ctx context.Context, uid types.UID, w *podWorker, ip 
 	}
 }
 
-// resetTimer returns a timer that fires after d: t, stopped and reset, or
-// a new one.
-func resetTimer(t *time.Timer, d time.Duration) *time.Timer {
-	if t == nil {
-		return time.NewTimer(d)
+// remove forgets a pod whose worker ended, and the statuses of pods no
+// worker has (Kubelet.HandlePodCleanups: RemoveOrphanedStatuses).
+func (pw *podWorkers) remove(ctx context.Context, uid types.UID) {
+	pw.mu.Lock()
+	delete(pw.workers, uid)
+	live := make(map[types.UID]bool, len(pw.workers))
+	for u := range pw.workers {
+		live[u] = true
 	}
-	t.Reset(d) // since Go 1.23 Reset leaves no stale value in the channel
-	return t
+	pw.mu.Unlock()
+	pw.node.statuses.RemoveOrphanedStatuses(klog.FromContext(ctx), live)
 }
 
 // retryLater resends pod to its worker after the pod workers' back-off
@@ -325,11 +311,15 @@ func (pw *podWorkers) retryLater(ctx context.Context, w *podWorker, pod *corev1.
 // start shows the pod ContainerCreating, waits for its volumes, spends the
 // runtime's time to start the sandbox and containers and to read the pod
 // back, then reports it Running with every container started and ready.
+// Each status goes to the status manager, which writes it when its
+// goroutine comes to it (Kubelet.SyncPod's SetPodStatus: the sync does not
+// wait for the API server).
 func (pw *podWorkers) start(ctx context.Context, pod *corev1.Pod, ip string) error {
 	n := pw.node
+	log := klog.FromContext(ctx)
 	now := metav1.Now()
-	creating := pod.DeepCopy()
-	s := &creating.Status
+	creating := pw.currentStatus(pod)
+	s := &creating
 	s.Phase = corev1.PodPending
 	s.HostIP, s.HostIPs = "127.0.0.1", []corev1.HostIP{{IP: "127.0.0.1"}}
 	if s.StartTime == nil {
@@ -342,17 +332,15 @@ func (pw *podWorkers) start(ctx context.Context, pod *corev1.Pod, ip string) err
 	s.ContainerStatuses = containerStatuses(pod, func(c corev1.Container) corev1.ContainerState {
 		return corev1.ContainerState{Waiting: &corev1.ContainerStateWaiting{Reason: "ContainerCreating"}}
 	}, false)
-	if err := pw.patchStatus(ctx, pod, creating); err != nil {
-		return err
-	}
+	n.statuses.SetPodStatus(log, pod, creating)
 
 	if err := n.cfg.Volumes.WaitForAttachAndMount(ctx, pod); err != nil {
 		pw.recordMountFailure(ctx, pod, err)
 		return err
 	}
 	// kuberuntime's SyncPod: the sandbox, then the containers; the kubelet
-	// reads the pod back (the PLEG's on-demand relist) before it writes
-	// the pod Running.
+	// reads the pod back (the PLEG's on-demand relist) and its next sync
+	// sets the status Running.
 	containers := len(pod.Spec.InitContainers) + len(pod.Spec.Containers)
 	if err := n.cfg.Runtime.StartPod(ctx, containers); err != nil {
 		return err
@@ -361,9 +349,9 @@ func (pw *podWorkers) start(ctx context.Context, pod *corev1.Pod, ip string) err
 		return err
 	}
 
-	running := creating.DeepCopy()
+	running := *creating.DeepCopy()
 	now = metav1.Now()
-	s = &running.Status
+	s = &running
 	s.Phase = corev1.PodRunning
 	s.PodIP, s.PodIPs = ip, []corev1.PodIP{{IP: ip}}
 	setPodCondition(s, corev1.PodReadyToStartContainers, corev1.ConditionTrue, "")
@@ -372,14 +360,22 @@ func (pw *podWorkers) start(ctx context.Context, pod *corev1.Pod, ip string) err
 	s.ContainerStatuses = containerStatuses(pod, func(c corev1.Container) corev1.ContainerState {
 		return corev1.ContainerState{Running: &corev1.ContainerStateRunning{StartedAt: now}}
 	}, true)
-	if err := pw.patchStatus(ctx, creating, running); err != nil {
-		return err
-	}
+	n.statuses.SetPodStatus(log, pod, running)
 	for _, c := range pod.Spec.Containers {
 		n.recorder.Eventf(pod, corev1.EventTypeNormal, "Started", "Started container %s", c.Name)
 	}
-	klog.FromContext(ctx).V(3).Info("Pod running", "pod", klog.KObj(pod))
+	log.V(3).Info("Pod running", "pod", klog.KObj(pod))
 	return nil
+}
+
+// currentStatus is the pod's status as the kubelet last generated it: the
+// status manager's, or the API server's before the first
+// (generateAPIPodStatus starts from statusManager.GetPodStatus).
+func (pw *podWorkers) currentStatus(pod *corev1.Pod) corev1.PodStatus {
+	if st, ok := pw.node.statuses.GetPodStatus(pod.UID); ok {
+		return *st.DeepCopy()
+	}
+	return *pod.Status.DeepCopy()
 }
 
 // recordMountFailure mirrors Kubelet.SyncPod (pkg/kubelet/kubelet.go,
@@ -403,11 +399,23 @@ func (pw *podWorkers) recordMountFailure(ctx context.Context, pod *corev1.Pod, e
 	}
 }
 
-// terminate stops the containers in the runtime's time if they run (the
+// terminate runs the pod's terminating sync, then its terminated sync
+// (Kubelet.SyncTerminatingPod, SyncTerminatedPod, v1.37.2). The terminating
+// sync sets the status as it was (forced: the pod has a deletion
+// timestamp), stops the containers in the runtime's time if they run (the
 // containers of a pod whose start never finished do not; a retried
-// termination does not stop them twice), writes the terminal status and
-// waits until the volumes are unmounted (syncTerminatingPod, then
-// syncTerminatedPod's WaitForUnmount).
+// termination does not stop them twice), reads the pod back and sets the
+// terminal status; then the pod's containers can no longer run
+// (completeTerminating), which lets the populator drop its volumes. The
+// terminated sync sets the terminal status again, waits until the volumes
+// are unmounted (WaitForUnmount) and marks the pod finished
+// (statusManager.TerminatePod); the status manager then deletes it.
+//
+// The status manager writes the terminal phase only once the pod's
+// containers can no longer run (mergePodStatus keeps the old phase while
+// PodCouldHaveRunningContainers): if its goroutine comes to the terminating
+// sync's status before completeTerminating, the phase goes out with the
+// terminated sync's.
 //
 // Each of the two syncs first waits in podWorkerLoop for the pod cache to
 // be newer than the pod's previous sync (podCache.GetNewerThan), and on
@@ -417,15 +425,15 @@ func (pw *podWorkers) recordMountFailure(ctx context.Context, pod *corev1.Pod, e
 // terminating sync. So the containers stop at the first relist after the
 // last sync (at once for a pod that has run a while; up to a period for
 // one deleted just after it started, or whose start was cancelled), and
-// the terminated sync waits for the relist after the terminating one.
-// The volumes' teardown does not wait for that: the populator drops a pod
-// whose terminating sync has ended (ShouldPodRuntimeBeRemoved), so the
-// pod is done at the later of its unmount and that relist.
-func (pw *podWorkers) terminate(ctx context.Context, pod *corev1.Pod, running *bool, lastSync *time.Time) error {
+// the terminated sync begins at the relist after the terminating one.
+func (pw *podWorkers) terminate(ctx context.Context, w *podWorker, pod *corev1.Pod, running *bool, lastSync *time.Time) error {
 	n := pw.node
+	log := klog.FromContext(ctx)
 	if err := n.awaitRelist(ctx, *lastSync); err != nil {
 		return err
 	}
+	before := pw.currentStatus(pod)
+	n.statuses.SetPodStatus(log, pod, before)
 	if *running {
 		for _, c := range pod.Spec.Containers {
 			n.recorder.Eventf(pod, corev1.EventTypeNormal, "Killing", "Stopping container %s", c.Name)
@@ -434,14 +442,14 @@ func (pw *podWorkers) terminate(ctx context.Context, pod *corev1.Pod, running *b
 			return err
 		}
 		*running = false
-		// syncTerminatingPod reads the stopped pod back (GetPodStatus).
+		// SyncTerminatingPod reads the stopped pod back (GetPodStatus).
 		if err := n.cfg.Runtime.ReadBack(ctx, len(pod.Spec.Containers)); err != nil {
 			return err
 		}
 	}
 	now := metav1.Now()
-	stopped := pod.DeepCopy()
-	s := &stopped.Status
+	stopped := *before.DeepCopy()
+	s := &stopped
 	// kubelet.generateAPIPodStatus: a terminal pod whose containers all
 	// exited 0 is Succeeded.
 	s.Phase = corev1.PodSucceeded
@@ -450,84 +458,31 @@ func (pw *podWorkers) terminate(ctx context.Context, pod *corev1.Pod, running *b
 	setPodCondition(s, corev1.PodReady, corev1.ConditionFalse, "PodCompleted")
 	s.ContainerStatuses = containerStatuses(pod, func(c corev1.Container) corev1.ContainerState {
 		t := &corev1.ContainerStateTerminated{ExitCode: 0, Reason: "Completed", FinishedAt: now}
-		for _, old := range pod.Status.ContainerStatuses {
+		for _, old := range before.ContainerStatuses {
 			if old.Name == c.Name && old.State.Running != nil {
 				t.StartedAt = old.State.Running.StartedAt
 			}
 		}
 		return corev1.ContainerState{Terminated: t}
 	}, false)
-	if err := pw.patchStatus(ctx, pod, stopped); err != nil && !apierrors.IsNotFound(err) {
-		return err
-	}
+	n.statuses.SetPodStatus(log, pod, stopped)
 	terminatingEnded := time.Now()
 	*lastSync = terminatingEnded
+	w.terminated.Store(true)
+	n.cfg.Volumes.PodTerminated(pod.UID)
+
+	// SyncTerminatedPod, after the relist that follows the terminating sync.
+	if err := n.awaitRelist(ctx, terminatingEnded); err != nil {
+		return err
+	}
+	latest := w.latest.Load()
+	n.statuses.SetPodStatus(log, latest, stopped)
 	if err := n.cfg.Volumes.UnmountPodVolumes(ctx, pod); err != nil {
 		return fmt.Errorf("unmount volumes: %w", err)
 	}
-	// SyncTerminatedPod runs after the relist that follows the terminating
-	// sync; its WaitForUnmount then returns at once if the unmount ended
-	// first.
-	return n.awaitRelist(ctx, terminatingEnded)
-}
-
-// errNotTerminalYet: the pod manager's copy of the pod does not have its
-// terminal phase yet.
-var errNotTerminalYet = errors.New("terminal phase not back from the API server yet")
-
-// confirmDeletion deletes the terminated pod with grace period 0 and a UID
-// precondition, as the status manager does (status.manager.syncPod), but
-// only once canBeDeleted holds: the pod the informer last delivered has a
-// terminal phase, so the API server has recorded how it ended.
-func (pw *podWorkers) confirmDeletion(ctx context.Context, latest *corev1.Pod) error {
-	if latest.Status.Phase != corev1.PodSucceeded && latest.Status.Phase != corev1.PodFailed {
-		return errNotTerminalYet
-	}
-	err := pw.node.cfg.Client.CoreV1().Pods(latest.Namespace).Delete(ctx, latest.Name, metav1.DeleteOptions{
-		GracePeriodSeconds: new(int64),
-		Preconditions:      metav1.NewUIDPreconditions(string(latest.UID)),
-	})
-	if err != nil && !apierrors.IsNotFound(err) && !apierrors.IsConflict(err) {
-		return fmt.Errorf("confirm deletion: %w", err)
-	}
-	klog.FromContext(ctx).V(3).Info("Pod deletion confirmed", "pod", klog.KObj(latest))
+	n.statuses.TerminatePod(log, latest)
+	log.V(3).Info("Pod terminated", "pod", klog.KObj(pod))
 	return nil
-}
-
-// patchStatus sends the difference between old and new status as a
-// strategic merge patch with a UID precondition, retrying transient errors;
-// it mirrors pkg/util/pod.PatchPodStatus used by the status manager.
-func (pw *podWorkers) patchStatus(ctx context.Context, old, updated *corev1.Pod) error {
-	oldJSON, err := json.Marshal(corev1.Pod{Status: old.Status})
-	if err != nil {
-		return err
-	}
-	newJSON, err := json.Marshal(corev1.Pod{ObjectMeta: metav1.ObjectMeta{UID: old.UID}, Status: updated.Status})
-	if err != nil {
-		return err
-	}
-	patch, err := strategicpatch.CreateTwoWayMergePatch(oldJSON, newJSON, corev1.Pod{})
-	if err != nil {
-		return fmt.Errorf("status patch for pod %s/%s: %w", old.Namespace, old.Name, err)
-	}
-	var lastErr error
-	err = wait.ExponentialBackoffWithContext(ctx, wait.Backoff{Duration: 50 * time.Millisecond, Factor: 2, Steps: 8, Cap: 2 * time.Second},
-		func(ctx context.Context) (bool, error) {
-			_, lastErr = pw.node.cfg.Client.CoreV1().Pods(old.Namespace).Patch(ctx, old.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}, "status")
-			switch {
-			case lastErr == nil:
-				pw.syncs.synced()
-				return true, nil
-			case apierrors.IsNotFound(lastErr), apierrors.IsConflict(lastErr), apierrors.IsInvalid(lastErr):
-				return false, lastErr // UID changed or pod gone: retrying cannot help
-			default:
-				return false, nil
-			}
-		})
-	if err != nil && lastErr != nil {
-		return fmt.Errorf("patch status of pod %s/%s: %w", old.Namespace, old.Name, lastErr)
-	}
-	return err
 }
 
 func containerStatuses(pod *corev1.Pod, state func(corev1.Container) corev1.ContainerState, ready bool) []corev1.ContainerStatus {

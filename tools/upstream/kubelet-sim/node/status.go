@@ -27,6 +27,7 @@ import (
 	"k8s.io/utils/clock"
 
 	"k8s.io/kubernetes/pkg/kubelet/nodestatus"
+	"k8s.io/kubernetes/pkg/kubelet/status"
 )
 
 // Node is the simulated kubelet of one node.
@@ -41,9 +42,10 @@ type Node struct {
 	// volumesInUse is the kubelet's volumesInUse status setter.
 	volumesInUse nodestatus.Setter
 
-	// started is when the node began; the status manager's periodic syncs
-	// fall every StatusSyncPeriod from it.
+	// started is when the node began.
 	started time.Time
+	// statuses is the status manager: the pod workers set statuses there.
+	statuses status.Manager
 	// relists are the PLEG's periodic relists, from started.
 	relists *relistSchedule
 
@@ -100,6 +102,13 @@ func (n *Node) Run(ctx context.Context) error {
 	leases := lease.NewController(clock.RealClock{}, n.cfg.HeartbeatClient, n.cfg.NodeName, n.cfg.NodeLeaseDurationSeconds,
 		nil, renew, n.cfg.NodeName, corev1.NamespaceNodeLease, n.setLeaseOwner)
 	n.pods = newPodWorkers(n)
+	// Upstream's status manager, fed by the pod workers: one goroutine
+	// writes the pods' statuses (a GET and a PATCH each) and deletes the
+	// pods whose termination is finished. Its loop has no stop
+	// (status.manager.Start runs wait.Forever): it outlives ctx, idle,
+	// as it would in a kubelet.
+	n.statuses = status.NewManager(n.cfg.Client, n.pods, n.pods, noStartupLatency{})
+	n.statuses.Start(ctx)
 	// The lease and pod loops end with ctx; Run returns only after they
 	// have, so a stopped node leaves nothing running.
 	var loops sync.WaitGroup
@@ -227,13 +236,6 @@ func (n *Node) tryUpdateNodeStatus(ctx context.Context, try int, force bool) err
 	// kubelet.markVolumesFromNode: what the server now lists is "reported".
 	n.cfg.Volumes.MarkVolumesAsReportedInUse(updated.Status.VolumesInUse)
 	return nil
-}
-
-// untilStatusSync is the time from now to the status manager's next
-// periodic sync (status.manager.Start's syncTicker).
-func (n *Node) untilStatusSync(now time.Time) time.Duration {
-	since, period := now.Sub(n.started), n.cfg.StatusSyncPeriod
-	return (since/period+1)*period - since
 }
 
 // nextRelist is when the first periodic PLEG relist begun after t has

@@ -23,12 +23,17 @@ type VolumeManager interface {
 	// PodTerminating tells that the pod's containers are being stopped: no
 	// volume is added for it any more (podSyncStatus.IsTerminationStarted).
 	PodTerminating(uid types.UID)
+	// PodTerminated tells that the pod's containers have stopped (its
+	// terminating sync ended): the populator drops its volumes from then
+	// on (podSyncStatus.IsTerminated).
+	PodTerminated(uid types.UID)
 	// WaitForAttachAndMount blocks until every volume of pod is attached and
 	// mounted, or the wait times out or ctx ends
 	// (VolumeManager.WaitForAttachAndMount).
 	WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) error
-	// UnmountPodVolumes tears down the pod's volumes and returns once they are
-	// unmounted (VolumeManager.WaitForUnmount after the reconciler unmounts).
+	// UnmountPodVolumes marks the pod terminated as PodTerminated does and
+	// returns once its volumes are unmounted (VolumeManager.WaitForUnmount
+	// after the reconciler unmounts).
 	UnmountPodVolumes(ctx context.Context, pod *corev1.Pod) error
 	// VolumesInUse are the volumes the node reports in status.volumesInUse
 	// (VolumeManager.GetVolumesInUse).
@@ -52,6 +57,7 @@ type NoVolumes struct{}
 
 func (NoVolumes) AdmitPod(*corev1.Pod)                                     {}
 func (NoVolumes) PodTerminating(types.UID)                                 {}
+func (NoVolumes) PodTerminated(types.UID)                                  {}
 func (NoVolumes) WaitForAttachAndMount(context.Context, *corev1.Pod) error { return nil }
 func (NoVolumes) UnmountPodVolumes(context.Context, *corev1.Pod) error     { return nil }
 func (NoVolumes) VolumesInUse() []corev1.UniqueVolumeName                  { return nil }

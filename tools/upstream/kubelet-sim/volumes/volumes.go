@@ -294,6 +294,10 @@ func (m *Manager) AdmitPod(pod *corev1.Pod) { m.pods.Add(pod) }
 // (node.VolumeManager).
 func (m *Manager) PodTerminating(uid types.UID) { m.pods.Terminating(uid) }
 
+// PodTerminated marks the pod's containers as stopped, which lets the
+// populator drop its volumes from the desired state (node.VolumeManager).
+func (m *Manager) PodTerminated(uid types.UID) { m.pods.Terminated(uid) }
+
 // WaitForAttachAndMount adds the pod to the pod set (if it was not
 // admitted yet) and waits, for the
 // volumes VolumeManagerPod keeps, as the kubelet's SyncPod does (volumeManager.WaitForAttachAndMount: 300 ms polls,
@@ -308,7 +312,8 @@ func (m *Manager) WaitForAttachAndMount(ctx context.Context, pod *corev1.Pod) er
 	return vm.WaitForAttachAndMount(ctx, VolumeManagerPod(pod))
 }
 
-// UnmountPodVolumes marks the pod's containers stopped, which lets the
+// UnmountPodVolumes marks the pod's containers stopped (if PodTerminated
+// has not), which lets the
 // populator drop its volumes from the desired state, and waits until none
 // is mounted for it (volumeManager.WaitForUnmount, as syncTerminatedPod
 // does). The pod then leaves the pod set. The device unmount (NodeUnstage)
