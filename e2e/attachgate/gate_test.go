@@ -16,7 +16,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
-	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
@@ -41,9 +40,7 @@ func TestPodWaitsForAttachForever(t *testing.T) {
 	const ns = "gate"
 	f := features.New("no attach/detach controller").
 		Assess("the pod stays ContainerCreating with its volume in use but never attached, emits FailedMount after the wait times out, and never runs", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			rc := s.Provider.KubernetesRestConfig()
-			rc.QPS, rc.Burst = 100, 200
-			c := kubernetes.NewForConfigOrDie(rc)
+			c := suite.Clientset(t, cfg)
 			if err := workload.CreateNamespace(ctx, c, ns); err != nil {
 				t.Fatal(err)
 			}

@@ -19,6 +19,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/apfcount"
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/csinames"
@@ -27,21 +28,10 @@ import (
 	"github.com/strandlab/strandlab/internal/workload"
 )
 
-func clientOf(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	rc := s.Provider.KubernetesRestConfig()
-	rc.QPS, rc.Burst = 100, 200
-	c, err := kubernetes.NewForConfig(rc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 func TestControlPlane(t *testing.T) {
 	f := features.New("local control plane").
 		Assess("all nodes are Ready and managed by the attach/detach controller", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			nodes, err := clientOf(t).CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+			nodes, err := suite.Clientset(t, cfg).CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +102,7 @@ func TestControlPlane(t *testing.T) {
 			// Its controllers run as their own service accounts, created as
 			// each controller starts.
 			err = wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
-				_, err := clientOf(t).CoreV1().ServiceAccounts("kube-system").Get(ctx, "attachdetach-controller", metav1.GetOptions{})
+				_, err := suite.Clientset(t, cfg).CoreV1().ServiceAccounts("kube-system").Get(ctx, "attachdetach-controller", metav1.GetOptions{})
 				return err == nil, nil
 			})
 			if err != nil {
@@ -121,7 +111,7 @@ func TestControlPlane(t *testing.T) {
 			return ctx
 		}).
 		Assess("node leases are renewed like the kubelet's heartbeat", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			client := clientOf(t)
+			client := suite.Clientset(t, cfg)
 			first, err := client.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "node-1", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -148,11 +138,11 @@ func TestControlPlane(t *testing.T) {
 			return ctx
 		}).
 		Assess("the API server counts every client's requests apart, in the priority levels of the default schemas", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			counter, ok := s.Provider.Cluster().(cluster.APIRequestCounter)
-			if !ok {
-				t.Fatal("the local cluster is not an APIRequestCounter")
+			counter := cluster.InstrumentsOf(s.Provider.Cluster()).APIRequests
+			if counter == nil {
+				t.Fatal("the local cluster counts no API requests per client")
 			}
-			client := clientOf(t)
+			client := suite.Clientset(t, cfg)
 			// Every copy names its original, whose priority level and
 			// precedence it keeps, and the API server has taken it in.
 			schemas, err := client.FlowcontrolV1().FlowSchemas().List(ctx, metav1.ListOptions{LabelSelector: apfcount.LabelManagedBy + "=strandlab"})
@@ -212,9 +202,9 @@ func TestControlPlane(t *testing.T) {
 			return ctx
 		}).
 		Assess("every component's process is listed and its accounting readable", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			lister, ok := s.Provider.Cluster().(cluster.ProcessLister)
-			if !ok {
-				t.Fatal("the local cluster is not a ProcessLister")
+			lister := cluster.InstrumentsOf(s.Provider.Cluster()).Processes
+			if lister == nil {
+				t.Fatal("the local cluster lists no processes")
 			}
 			cpu := map[string]float64{}
 			for _, p := range lister.Processes() {
@@ -250,7 +240,7 @@ func TestStatefulSetLifecycle(t *testing.T) {
 	const ns = "lifecycle"
 	f := features.New("statefulset pods on simulated kubelets").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			client := clientOf(t)
+			client := suite.Clientset(t, cfg)
 			if err := workload.CreateNamespace(ctx, client, ns); err != nil {
 				t.Fatal(err)
 			}
@@ -260,7 +250,7 @@ func TestStatefulSetLifecycle(t *testing.T) {
 			return ctx
 		}).
 		Assess("all replicas reach Running with container statuses", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			pods, err := workload.WatchPods(ctx, clientOf(t), ns)
+			pods, err := workload.WatchPods(ctx, suite.Clientset(t, cfg), ns)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -287,7 +277,7 @@ func TestStatefulSetLifecycle(t *testing.T) {
 			return ctx
 		}).
 		Assess("graceful deletion: final status, then the kubelet confirms, then a replacement runs", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			client := clientOf(t)
+			client := suite.Clientset(t, cfg)
 			old, err := client.CoreV1().Pods(ns).Get(ctx, "web-1", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -338,7 +328,7 @@ func TestStatefulSetLifecycle(t *testing.T) {
 // A second cluster can run beside the shared one (ports are chosen, not
 // fixed), and stopping it leaves nothing of it behind.
 func TestSecondClusterBesideTheFirst(t *testing.T) {
-	second, err := s.ClusterProvider.Start(context.Background(), cluster.Spec{Name: "e2e-second", Nodes: 1, OutputDir: t.TempDir()})
+	second, err := s.Starter.Start(context.Background(), cluster.Spec{Name: "e2e-second", Nodes: 1, OutputDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -359,7 +349,7 @@ func TestSecondClusterBesideTheFirst(t *testing.T) {
 	if _, err := os.Stat(dir); !os.IsNotExist(err) {
 		t.Errorf("state directory %s left behind (%v)", dir, err)
 	}
-	if _, err := clientOf(t).CoreV1().Nodes().List(context.Background(), metav1.ListOptions{}); err != nil {
+	if _, err := suite.Clientset(t, s.Env.EnvConf()).CoreV1().Nodes().List(context.Background(), metav1.ListOptions{}); err != nil {
 		t.Errorf("shared cluster broken after the second stopped: %v", err)
 	}
 }

@@ -46,16 +46,6 @@ func plainKubeconfig(t *testing.T) string {
 	return path
 }
 
-// adminClient is the test's own view of the cluster.
-func adminClient(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(s.Provider.KubernetesRestConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
-
 // options run scenario (a file under scenarios/) on the existing provider
 // with kubeconfig, with or without the owner's consent.
 func options(t *testing.T, kubeconfig string, consent bool, scenario string) runner.Options {
@@ -102,7 +92,7 @@ func state(ctx context.Context, t *testing.T, c kubernetes.Interface) string {
 // already there.
 func TestRefusals(t *testing.T) {
 	ctx := context.Background()
-	client := adminClient(t)
+	client := suite.Clientset(t, s.Env.EnvConf())
 	kubeconfig := plainKubeconfig(t)
 	before := state(ctx, t, client)
 
@@ -148,7 +138,9 @@ func TestRefusals(t *testing.T) {
 		if err != nil || ns.Labels["owner"] != "someone-else" || ns.DeletionTimestamp != nil {
 			t.Errorf("the namespace that was there is not left as it was: %v, %+v", err, ns)
 		}
-		if n, _ := client.AppsV1().StatefulSets(runner.Namespace).List(ctx, metav1.ListOptions{}); n != nil && len(n.Items) > 0 {
+		if n, err := client.AppsV1().StatefulSets(runner.Namespace).List(ctx, metav1.ListOptions{}); err != nil {
+			t.Errorf("list the StatefulSets: %v", err)
+		} else if len(n.Items) > 0 {
 			t.Errorf("StatefulSets created in a namespace not strandlab's: %d", len(n.Items))
 		}
 	})
@@ -175,7 +167,7 @@ func deleteNamespace(t *testing.T, client kubernetes.Interface, name string) {
 // cycles, through a plain kubeconfig, then nothing left.
 func TestControlFiftyCycles(t *testing.T) {
 	ctx := context.Background()
-	client := adminClient(t)
+	client := suite.Clientset(t, s.Env.EnvConf())
 	kubeconfig := plainKubeconfig(t)
 	witness := Watch(t, client, runner.Namespace)
 	opts := options(t, kubeconfig, true, "existing-control.yaml")
@@ -212,7 +204,7 @@ func TestControlFiftyCycles(t *testing.T) {
 // --kubeconfig F --namespace strandlab` (existing.Down) removes it all.
 func TestKeptRunThenDown(t *testing.T) {
 	ctx := context.Background()
-	client := adminClient(t)
+	client := suite.Clientset(t, s.Env.EnvConf())
 	kubeconfig := plainKubeconfig(t)
 	witness := Watch(t, client, runner.Namespace)
 	opts := options(t, kubeconfig, true, "existing-control.yaml")

@@ -21,8 +21,8 @@ import (
 )
 
 // lent is the fourth provider: a local cluster under its own name and with
-// its own capabilities. Start, Prepare, Available and CheckSpec are
-// local's.
+// its own capabilities. Prepare (and the clusters it starts), Available
+// and CheckSpec are local's.
 type lent struct{ *local.Provider }
 
 func (lent) Name() string { return "lent" }

@@ -32,7 +32,7 @@ expect:
 // leaves nothing behind.
 func TestExistingProvider(t *testing.T) {
 	ctx := context.Background()
-	client := clientOf(t)
+	client := suite.Clientset(t, s.Env.EnvConf())
 	path := filepath.Join(t.TempDir(), "kind-existing.yaml")
 	if err := os.WriteFile(path, []byte(existingScenario), 0o644); err != nil {
 		t.Fatal(err)

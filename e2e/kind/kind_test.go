@@ -9,26 +9,19 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/usage"
 	"github.com/strandlab/strandlab/internal/workload"
 	"github.com/strandlab/strandlab/manifests"
 )
-
-func clientOf(t *testing.T) kubernetes.Interface {
-	t.Helper()
-	c, err := kubernetes.NewForConfig(s.Provider.KubernetesRestConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	return c
-}
 
 func TestRealKubelets(t *testing.T) {
 	f := features.New("kind nodes").
@@ -39,7 +32,7 @@ func TestRealKubelets(t *testing.T) {
 				t.Fatalf("cluster has %d workers, want %d", got, nodeCount)
 			}
 			for _, name := range c.Nodes() {
-				n, err := clientOf(t).CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+				n, err := suite.Clientset(t, cfg).CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -75,7 +68,7 @@ func TestVolumeThroughRealKubelet(t *testing.T) {
 	const ns, sts = "e2e-kind-volume", "web"
 	f := features.New("a StatefulSet pod with a CSI volume").
 		Assess("its pod runs: the volume was attached by the A/D controller and mounted by the kubelet", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			client := clientOf(t)
+			client := suite.Clientset(t, cfg)
 			if err := workload.CreateNamespace(ctx, client, ns); err != nil {
 				t.Fatal(err)
 			}
@@ -120,7 +113,7 @@ func TestVolumeThroughRealKubelet(t *testing.T) {
 			return ctx
 		}).
 		Assess("a replacement pod runs again after the pod is deleted (one churn cycle)", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			client := clientOf(t)
+			client := suite.Clientset(t, cfg)
 			name := workload.PodName(sts, 0)
 			old, err := client.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
 			if err != nil {
@@ -128,8 +121,8 @@ func TestVolumeThroughRealKubelet(t *testing.T) {
 			}
 			// What the cycle cost, from the nodes' control groups, as the
 			// runner reads it around a churn (docs/performance.md).
-			sampler, ok := s.Provider.Cluster().(cluster.UsageSampler)
-			if !ok {
+			sampler := cluster.InstrumentsOf(s.Provider.Cluster()).Usage
+			if sampler == nil {
 				t.Fatal("the kind cluster does not sample its components' usage")
 			}
 			before, err := sampler.SampleUsage(ctx)
@@ -163,7 +156,9 @@ func TestVolumeThroughRealKubelet(t *testing.T) {
 			return ctx
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			_ = clientOf(t).CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{})
+			if err := suite.Clientset(t, cfg).CoreV1().Namespaces().Delete(ctx, ns, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("delete namespace %s: %v", ns, err)
+			}
 			return ctx
 		}).Feature()
 	s.Env.Test(t, f)

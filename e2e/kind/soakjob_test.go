@@ -111,7 +111,7 @@ func TestSoakJob(t *testing.T) {
 			return ctx
 		}).
 		Assess("both shards complete, and the merged report's counts are the sum of theirs", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			client := clientOf(t)
+			client := suite.Clientset(t, cfg)
 			objs := soakJobObjects(t, tag)
 			pvc, shards, merge := objs[1].(*corev1.PersistentVolumeClaim), objs[2].(*batchv1.Job), objs[3].(*batchv1.Job)
 			ns = shards.Namespace
@@ -173,9 +173,9 @@ func TestSoakJob(t *testing.T) {
 		}).
 		Teardown(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			if ns != "" {
-				deleteNamespace(ctx, t, clientOf(t), ns)
+				deleteNamespace(ctx, t, suite.Clientset(t, cfg), ns)
 			}
-			if err := clientOf(t).CoreV1().PersistentVolumes().Delete(ctx, soakJobPV, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			if err := suite.Clientset(t, cfg).CoreV1().PersistentVolumes().Delete(ctx, soakJobPV, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 				t.Error(err)
 			}
 			if host != "" {

@@ -44,7 +44,7 @@ func snapshot(t *testing.T) dockerState {
 // refused before anything is created.
 func TestTeardown(t *testing.T) {
 	ctx := context.Background()
-	provider := s.ClusterProvider
+	provider := s.Starter
 	before := snapshot(t)
 	out := t.TempDir()
 
@@ -88,9 +88,13 @@ func TestTeardown(t *testing.T) {
 	})
 
 	t.Run("start that fails after the nodes exist", func(t *testing.T) {
-		p := *provider.(*kind.Provider)
+		p := *s.ClusterProvider.(*kind.Provider)
 		p.StartTimeout = time.Millisecond // the nodes cannot be Ready by then
-		if _, err := p.Start(ctx, cluster.Spec{Name: "teardown-fail", Nodes: 1, OutputDir: out}); err == nil || !strings.Contains(err.Error(), "Ready") {
+		impatient, err := p.Prepare(ctx)  // its images and tools are cached by now
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := impatient.Start(ctx, cluster.Spec{Name: "teardown-fail", Nodes: 1, OutputDir: out}); err == nil || !strings.Contains(err.Error(), "Ready") {
 			t.Fatalf("Start = %v, want a failure waiting for Ready nodes", err)
 		}
 		if after := snapshot(t); !slices.Equal(after.containers, before.containers) || !slices.Equal(after.volumes, before.volumes) {

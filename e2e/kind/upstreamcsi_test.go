@@ -9,6 +9,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster/apply"
 	"github.com/strandlab/strandlab/manifests"
 )
@@ -21,7 +22,7 @@ import (
 func TestUpstreamCSIDeployable(t *testing.T) {
 	f := features.New("upstream CSI driver manifest").
 		Assess("every object passes a server-side dry run, and none is created", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			client := clientOf(t)
+			client := suite.Clientset(t, cfg)
 			if err := apply.DryRun(ctx, client, manifests.KindCSIUpstream); err != nil {
 				t.Fatalf("the API server refuses the upstream variant:\n%v", err)
 			}
@@ -32,7 +33,7 @@ func TestUpstreamCSIDeployable(t *testing.T) {
 		}).
 		Assess("a broken object is refused with its name", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			broken := []byte(strings.Replace(string(manifests.KindCSIUpstream), "serviceAccountName: csi-hostpath-upstream", "serviceAccountName: Not_A_Name", 1))
-			err := apply.DryRun(ctx, clientOf(t), broken)
+			err := apply.DryRun(ctx, suite.Clientset(t, cfg), broken)
 			if err == nil || !strings.Contains(err.Error(), "dry run of *v1.StatefulSet csi-hostpath-upstream") {
 				t.Errorf("a StatefulSet with an invalid service account name: %v, want its refusal", err)
 			}

@@ -41,9 +41,7 @@ func TestPinning(t *testing.T) {
 	var pods *workload.Pods
 	f := features.New("pinning extender").
 		Setup(func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			rc := s.Provider.KubernetesRestConfig()
-			rc.QPS, rc.Burst = 100, 200
-			c = kubernetes.NewForConfigOrDie(rc)
+			c = suite.Clientset(t, cfg)
 			if err := workload.CreateNamespace(ctx, c, ns); err != nil {
 				t.Fatal(err)
 			}

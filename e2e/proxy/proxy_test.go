@@ -17,7 +17,6 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
@@ -49,11 +48,6 @@ func viaProxy(t *testing.T) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(rc)
 }
 
-func direct(t *testing.T) kubernetes.Interface {
-	rc := rest.CopyConfig(s.Provider.KubernetesRestConfig())
-	return kubernetes.NewForConfigOrDie(rc)
-}
-
 // arrival returns when the watch delivers a node event carrying the label
 // value.
 func arrival(ctx context.Context, w watch.Interface, value string) <-chan time.Time {
@@ -73,7 +67,7 @@ func arrival(ctx context.Context, w watch.Interface, value string) <-chan time.T
 func TestProxy(t *testing.T) {
 	f := features.New("throttling proxy").
 		Assess("node events reach the controller's connection 3 s after the server sent them", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			d, p := direct(t), viaProxy(t)
+			d, p := suite.Clientset(t, cfg), viaProxy(t)
 			dw, err := d.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -100,7 +94,7 @@ func TestProxy(t *testing.T) {
 			if lag := pt.Sub(dt); lag < hold-100*time.Millisecond || lag > hold+2*time.Second {
 				t.Errorf("proxied node event arrived %v after the direct one, want about %v", lag, hold)
 			}
-			counters, err := s.Provider.Cluster().(cluster.ProxiedCluster).ProxyCounters(ctx)
+			counters, err := cluster.InstrumentsOf(s.Provider.Cluster()).Proxy.ProxyCounters(ctx)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -112,7 +106,7 @@ func TestProxy(t *testing.T) {
 		Assess("the controller works through the proxy", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
 			// The service account controller (running as its own service
 			// account, through the proxy) must create the default account.
-			if err := workload.CreateNamespace(ctx, direct(t), "via-proxy"); err != nil {
+			if err := workload.CreateNamespace(ctx, suite.Clientset(t, cfg), "via-proxy"); err != nil {
 				t.Fatal(err)
 			}
 			return ctx

@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"testing"
 
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
@@ -25,8 +27,10 @@ import (
 type Suite struct {
 	Env      env.Environment
 	Provider *e2eprovider.Provider
-	// ClusterProvider started the shared cluster; a test may start more.
+	// ClusterProvider is the provider of the shared cluster, and Starter
+	// what its Prepare returned: a test may start more clusters with it.
 	ClusterProvider cluster.Provider
+	Starter         cluster.Starter
 }
 
 // Run builds the binaries, creates a local cluster named name from spec
@@ -55,10 +59,7 @@ func RunOn(m *testing.M, providerName, name string, spec cluster.Spec, s *Suite)
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	var provider interface {
-		cluster.Provider
-		cluster.Preparer
-	}
+	var provider cluster.Provider
 	switch providerName {
 	case "local":
 		provider = &local.Provider{RepoRoot: root, Progress: os.Stderr}
@@ -76,11 +77,12 @@ func RunOn(m *testing.M, providerName, name string, spec cluster.Spec, s *Suite)
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	if err := provider.Prepare(context.Background()); err != nil {
+	starter, err := provider.Prepare(context.Background())
+	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
-	s.ClusterProvider = provider
+	s.ClusterProvider, s.Starter = provider, starter
 	if spec.OutputDir == "" {
 		logs, err := os.MkdirTemp("", "strandlab-e2e-logs-")
 		if err != nil {
@@ -91,7 +93,7 @@ func RunOn(m *testing.M, providerName, name string, spec cluster.Spec, s *Suite)
 		spec.OutputDir = logs
 	}
 	s.Env = env.NewWithConfig(envconf.New())
-	s.Provider = e2eprovider.New(provider, spec)
+	s.Provider = e2eprovider.New(provider.Name(), starter, spec)
 	s.Env.Setup(envfuncs.CreateCluster(s.Provider, name))
 	finish := []env.Func{envfuncs.DestroyCluster(name)}
 	if d := os.Getenv("STRANDLAB_E2E_LOGS"); d != "" {
@@ -111,4 +113,20 @@ func RepoRoot(t *testing.T) string {
 		t.Fatal(err)
 	}
 	return root
+}
+
+// Clientset is a client of the suite's cluster as the framework's
+// environment knows it: cfg.Client(), from the kubeconfig that
+// envfuncs.CreateCluster put into cfg, with the harness's client limits
+// (client-go's default 5 QPS would pace the tests' own polls). A test
+// outside a feature passes the environment's own, s.Env.EnvConf().
+func Clientset(t *testing.T, cfg *envconf.Config) kubernetes.Interface {
+	t.Helper()
+	rc := rest.CopyConfig(cfg.Client().RESTConfig())
+	cluster.HarnessRateLimits(rc)
+	c, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		t.Fatalf("a client of the suite's cluster: %v", err)
+	}
+	return c
 }

@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/features"
 
+	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/csinames"
 	"github.com/strandlab/strandlab/internal/workload"
@@ -22,12 +23,6 @@ import (
 )
 
 const ns = "vols"
-
-func client(t *testing.T) kubernetes.Interface {
-	rc := s.Provider.KubernetesRestConfig()
-	rc.QPS, rc.Burst = 100, 200
-	return kubernetes.NewForConfigOrDie(rc)
-}
 
 // attachedSince watches node status and records when each volume first
 // appeared in volumesAttached.
@@ -66,7 +61,7 @@ func attachedSince(ctx context.Context, t *testing.T, c kubernetes.Interface) fu
 func TestAttachPath(t *testing.T) {
 	f := features.New("statefulset with one PVC per pod").
 		Assess("pods run only after their volume is in node status, attached by the real sidecar", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			c := client(t)
+			c := suite.Clientset(t, cfg)
 			since := attachedSince(ctx, t, c)
 			if err := workload.CreateNamespace(ctx, c, ns); err != nil {
 				t.Fatal(err)
@@ -114,7 +109,10 @@ func TestAttachPath(t *testing.T) {
 				if running.Before(attached.Truncate(time.Second)) {
 					t.Errorf("%s Running at %v, before its volume was in node status at %v", pod.Name, running, attached)
 				}
-				node, _ := c.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+				node, err := c.CoreV1().Nodes().Get(ctx, pod.Spec.NodeName, metav1.GetOptions{})
+				if err != nil {
+					t.Fatalf("read node %s: %v", pod.Spec.NodeName, err)
+				}
 				inUse := false
 				for _, v := range node.Status.VolumesInUse {
 					inUse = inUse || v == name
@@ -126,7 +124,7 @@ func TestAttachPath(t *testing.T) {
 			return ctx
 		}).
 		Assess("delete/recreate keeps the pod's volume and mounts it again", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			c := client(t)
+			c := suite.Clientset(t, cfg)
 			old, err := c.CoreV1().Pods(ns).Get(ctx, "db-1", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -149,7 +147,7 @@ func TestAttachPath(t *testing.T) {
 			return ctx
 		}).
 		Assess("after an API server restart, kubelets heartbeat, confirm deletions and mount new volumes again", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
-			c := client(t)
+			c := suite.Clientset(t, cfg)
 			before, err := c.CoordinationV1().Leases(corev1.NamespaceNodeLease).Get(ctx, "node-1", metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)

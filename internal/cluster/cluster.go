@@ -134,8 +134,10 @@ type Provider interface {
 	// machine lacks for the provider to start a cluster (a tool, a daemon,
 	// a kubeconfig); nil when nothing is missing.
 	Available(ctx context.Context) error
-	// Start brings a cluster up from spec, or fails leaving nothing behind.
-	Start(ctx context.Context, spec Spec) (Cluster, error)
+	// Prepare does the provider's one-time work before its first cluster
+	// (build or find its binaries and images) and returns what starts its
+	// clusters: no cluster can be started before it.
+	Prepare(ctx context.Context) (Starter, error)
 	// Capabilities says what the provider can do. It is data, constant
 	// for the provider, and answered without touching anything.
 	Capabilities() Capabilities
@@ -287,11 +289,10 @@ func CheckSpec(provider Provider, spec Spec) error {
 // harness asks with a type assertion and does without the rest, as kind's
 // providers split theirs.
 
-// Preparer is a provider with slow one-time work (building binaries or a
-// node image), done once before the first cluster of a run starts, so that
-// a run fails on it before any cluster exists.
-type Preparer interface {
-	Prepare(ctx context.Context) error
+// Starter starts the clusters of a prepared provider (Provider.Prepare).
+type Starter interface {
+	// Start brings a cluster up from spec, or fails leaving nothing behind.
+	Start(ctx context.Context, spec Spec) (Cluster, error)
 }
 
 // SpecChecker is a provider that refuses some specs beyond what its
@@ -304,10 +305,42 @@ type SpecChecker interface {
 	CheckSpec(spec Spec) error
 }
 
-// ProxiedCluster is a cluster whose controller manager talks to the API
-// server through the throttling proxy.
-type ProxiedCluster interface {
-	Cluster
+// Instrumented is a cluster that can tell the runner more about itself
+// than its API does: its readings, in one place. A cluster with none (an
+// existing cluster) does not implement it; InstrumentsOf answers for every
+// cluster.
+type Instrumented interface {
+	Instruments() Instruments
+}
+
+// Instruments are the readings a cluster offers; each is nil where the
+// cluster cannot take it.
+type Instruments struct {
+	// Proxy: the throttling proxy in the controller's path (local, kind).
+	Proxy ProxyReader
+	// Processes: the components run as processes on this machine (local).
+	Processes ProcessLister
+	// Usage: the cluster reads its components' accounting itself (kind).
+	Usage UsageSampler
+	// RuntimeOps: the nodes run real kubelets and runtimes (kind).
+	RuntimeOps RuntimeOpsReader
+	// APIRequests: the API server tells its requests apart by client
+	// (local).
+	APIRequests APIRequestCounter
+}
+
+// InstrumentsOf is what c offers; nothing for a cluster that is not
+// Instrumented.
+func InstrumentsOf(c Cluster) Instruments {
+	if i, ok := c.(Instrumented); ok {
+		return i.Instruments()
+	}
+	return Instruments{}
+}
+
+// ProxyReader reads the throttling proxy between the controller manager and
+// the API server.
+type ProxyReader interface {
 	// ProxyCounters are the proxy's totals since the cluster started.
 	ProxyCounters(ctx context.Context) (fault.Counters, error)
 	// ProxyJournal is what the proxy delayed or saw the controller write
@@ -346,17 +379,17 @@ type ComponentLister interface {
 	Running() []string
 }
 
-// ProcessLister is a cluster whose components run as processes on this
+// ProcessLister lists a cluster's components that run as processes on this
 // machine: the runner reads each one's CPU time and peak memory from
 // /proc around the churn (docs/performance.md). Providers whose
-// components run elsewhere (kind's containers, an existing cluster) do
-// not implement it, and their reports have no such figures.
+// components run elsewhere (kind's containers, an existing cluster) have
+// none, and their reports have no such figures.
 type ProcessLister interface {
 	// Processes are the components' running processes.
 	Processes() []Process
 }
 
-// UsageSampler is a cluster that reads its components' accounting itself
+// UsageSampler reads a cluster's components' accounting itself
 // (the kind provider: its node containers' control groups, on this
 // machine): what each component has used so far, as samples the runner
 // takes around the churn like ProcessLister's (docs/performance.md). An
@@ -365,7 +398,7 @@ type UsageSampler interface {
 	SampleUsage(ctx context.Context) ([]usage.Sample, error)
 }
 
-// RuntimeOpsReader is a cluster whose nodes run real kubelets and
+// RuntimeOpsReader reads a cluster whose nodes run real kubelets and
 // container runtimes (kind): how long the runtime has taken to start and
 // stop pods so far, from the kubelets' own metrics, read around the churn
 // like UsageSampler's samples. kubelet-sim's simulated runtime draws from
@@ -382,8 +415,8 @@ type Process struct {
 	PID  int
 }
 
-// APIRequestCounter is a cluster whose API server tells its requests
-// apart by client (the local provider's per-client FlowSchemas,
+// APIRequestCounter counts the requests of a cluster whose API server tells
+// them apart by client (the local provider's per-client FlowSchemas,
 // docs/performance.md).
 type APIRequestCounter interface {
 	// APIRequestsByClient are the requests the API server has let through

@@ -220,10 +220,9 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 	if err != nil {
 		return fail(err)
 	}
-	if p, ok := provider.(cluster.Preparer); ok {
-		if err := p.Prepare(ctx); err != nil {
-			return fail(fmt.Errorf("prepare the %s provider: %w", provider.Name(), err))
-		}
+	starter, err := provider.Prepare(ctx)
+	if err != nil {
+		return fail(fmt.Errorf("prepare the %s provider: %w", provider.Name(), err))
 	}
 	phase = PhaseControllerBuild
 	// Every build's controller is built (or found cached) before the first
@@ -246,7 +245,7 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 	var runErr error
 	for i, build := range sc.Builds {
 		last := i == len(sc.Builds)-1
-		b, err := runBuild(ctx, opts, sc, provider, build, controllers[build], filepath.Join(reportDir, build), rep, save, opts.Keep && last, &phase)
+		b, err := runBuild(ctx, opts, sc, provider, starter, build, controllers[build], filepath.Join(reportDir, build), rep, save, opts.Keep && last, &phase)
 		if b != nil {
 			rep.Builds = append(rep.Builds, *b)
 		}
@@ -271,7 +270,7 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 	return reportDir, runErr
 }
 
-func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider cluster.Provider, build string, controller kcmbuild.Result, outDir string,
+func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider cluster.Provider, starter cluster.Starter, build string, controller kcmbuild.Result, outDir string,
 	rep *report.Report, save func() error, keep bool, phase *string) (*report.Build, error) {
 	*phase = PhaseClusterStart
 	if provider.Capabilities().ControllerBuilds {
@@ -279,7 +278,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	} else {
 		fmt.Fprintf(opts.Progress, ">> build %s: the %s cluster's own controller, at least %d schedulable nodes\n", build, provider.Name(), sc.Cluster.Nodes)
 	}
-	c, err := provider.Start(ctx, clusterSpec(sc, build, controller.Binary, outDir, keep, opts))
+	c, err := starter.Start(ctx, clusterSpec(sc, build, controller.Binary, outDir, keep, opts))
 	if err != nil {
 		return nil, fmt.Errorf("build %s: start cluster: %w", build, err)
 	}
@@ -346,7 +345,7 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	}
 
 	// With a proxy, timelines include its journal.
-	proxied, _ := c.(cluster.ProxiedCluster)
+	proxied := cluster.InstrumentsOf(c).Proxy
 	if sc.Proxy == nil {
 		proxied = nil
 	}
@@ -514,7 +513,7 @@ func proxyProfile(sc *scenario.Scenario) *fault.Profile {
 // saveProxyJournal writes what the proxy delayed and what the controller
 // wrote (its last 20,000 entries) next to the components' logs: the raw
 // material of every timeline, for a reader who wants more than the report.
-func saveProxyJournal(proxied cluster.ProxiedCluster, path string) error {
+func saveProxyJournal(proxied cluster.ProxyReader, path string) error {
 	entries, err := proxied.ProxyJournal(context.Background(), time.Time{})
 	if err != nil {
 		return err

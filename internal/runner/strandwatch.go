@@ -50,7 +50,7 @@ type strandWatch struct {
 	// changes feeds the timelines; proxied adds the proxy's journal (nil
 	// when the cluster has no proxy).
 	changes *transitions
-	proxied cluster.ProxiedCluster
+	proxied cluster.ProxyReader
 	// sampled is closed when the sampling goroutine has returned;
 	// factories are shut down by Wait.
 	sampled   chan struct{}
@@ -69,7 +69,7 @@ func (w *strandWatch) Wait() {
 
 // startStrandWatch runs until ctx ends. pods is the churn's watch of the
 // namespace's pods, whose informer it shares; proxied may be nil.
-func startStrandWatch(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, proxied cluster.ProxiedCluster, namespace string, threshold time.Duration) (*strandWatch, error) {
+func startStrandWatch(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, proxied cluster.ProxyReader, namespace string, threshold time.Duration) (*strandWatch, error) {
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	factory := informers.NewSharedInformerFactory(client, 0)
 	pvcs := nsFactory.Core().V1().PersistentVolumeClaims()

@@ -36,12 +36,10 @@ type reading struct {
 // them (reading /proc is cheap), and its API requests per client only when
 // requestsByClient (Options.RequestsByClient: a /metrics scrape).
 func newMeter(c cluster.Cluster, requestsByClient bool) meter {
-	var m meter
-	m.procs, _ = c.(cluster.ProcessLister)
-	m.sampler, _ = c.(cluster.UsageSampler)
-	m.runtime, _ = c.(cluster.RuntimeOpsReader)
+	in := cluster.InstrumentsOf(c)
+	m := meter{procs: in.Processes, sampler: in.Usage, runtime: in.RuntimeOps}
 	if requestsByClient {
-		m.api, _ = c.(cluster.APIRequestCounter)
+		m.api = in.APIRequests
 	}
 	return m
 }

@@ -19,9 +19,10 @@ type Provider struct {
 	Abilities    cluster.Capabilities
 }
 
-func (p Provider) Name() string                       { return p.ProviderName }
-func (p Provider) Available(context.Context) error    { return p.Missing }
-func (p Provider) Capabilities() cluster.Capabilities { return p.Abilities }
+func (p Provider) Name() string                                     { return p.ProviderName }
+func (p Provider) Available(context.Context) error                  { return p.Missing }
+func (p Provider) Capabilities() cluster.Capabilities               { return p.Abilities }
+func (p Provider) Prepare(context.Context) (cluster.Starter, error) { return p, nil }
 func (p Provider) Start(context.Context, cluster.Spec) (cluster.Cluster, error) {
 	return nil, errors.New("clustertest: a fake provider starts no cluster")
 }

@@ -19,20 +19,23 @@ import (
 	"github.com/strandlab/strandlab/internal/cluster"
 )
 
-// Provider adapts a cluster.Provider to e2e-framework's E2EClusterProvider.
+// Provider adapts a prepared cluster provider to e2e-framework's
+// E2EClusterProvider.
 type Provider struct {
-	provider cluster.Provider
-	spec     cluster.Spec
-	version  string
-	running  cluster.Cluster
+	name    string // the cluster provider's
+	starter cluster.Starter
+	spec    cluster.Spec
+	version string
+	running cluster.Cluster
 }
 
 var _ types.E2EClusterProvider = (*Provider)(nil)
 
-// New returns an e2e-framework provider that starts clusters with p from spec
+// New returns an e2e-framework provider that starts clusters of the
+// provider named name with starter (what its Prepare returned) from spec
 // (spec.Name is overridden by WithName).
-func New(p cluster.Provider, spec cluster.Spec) *Provider {
-	return &Provider{provider: p, spec: spec}
+func New(name string, starter cluster.Starter, spec cluster.Spec) *Provider {
+	return &Provider{name: name, starter: starter, spec: spec}
 }
 
 // Cluster is the running cluster (nil before Create), for suites that need
@@ -80,13 +83,13 @@ func (p *Provider) Create(ctx context.Context, _ ...string) (string, error) {
 		}
 		p.spec.OutputDir = dir
 	}
-	c, err := p.provider.Start(ctx, p.spec)
+	c, err := p.starter.Start(ctx, p.spec)
 	if err != nil {
 		return "", err
 	}
 	if p.version != "" && c.KubernetesVersion() != p.version {
 		stopErr := c.Stop(ctx)
-		return "", errors.Join(fmt.Errorf("%s provider runs Kubernetes %s, suite asked for %s", p.provider.Name(), c.KubernetesVersion(), p.version), stopErr)
+		return "", errors.Join(fmt.Errorf("%s provider runs Kubernetes %s, suite asked for %s", p.name, c.KubernetesVersion(), p.version), stopErr)
 	}
 	p.running = c
 	return c.Kubeconfig(), nil

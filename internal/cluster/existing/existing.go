@@ -177,6 +177,10 @@ func serverVersion(ctx context.Context, client kubernetes.Interface) (*version.I
 	return &v, nil
 }
 
+// Prepare: an existing cluster needs nothing built; the provider starts
+// (checks and adopts) clusters itself.
+func (p *Provider) Prepare(context.Context) (cluster.Starter, error) { return p, nil }
+
 // Start checks the cluster (access, schedulable nodes, the storage class,
 // that the namespace and no volume claimed from it exist yet) and creates
 // the labelled namespace: the last step, so a failing check leaves nothing.

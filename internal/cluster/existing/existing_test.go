@@ -169,7 +169,10 @@ func TestStart(t *testing.T) {
 
 	t.Run("waits for a node's not-ready taint to go", func(t *testing.T) {
 		client := fakeCluster()
-		n, _ := client.CoreV1().Nodes().Get(ctx, "node-3", metav1.GetOptions{})
+		n, err := client.CoreV1().Nodes().Get(ctx, "node-3", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
 		n.Spec.Taints = []corev1.Taint{{Key: "node.kubernetes.io/not-ready", Effect: corev1.TaintEffectNoSchedule}}
 		if _, err := client.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)

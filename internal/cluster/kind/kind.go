@@ -72,11 +72,9 @@ type Provider struct {
 
 var (
 	_ cluster.Provider        = (*Provider)(nil)
-	_ cluster.Preparer        = (*Provider)(nil)
 	_ cluster.SpecChecker     = (*Provider)(nil)
 	_ cluster.StateDirCluster = (*Cluster)(nil)
-	_ cluster.ProxiedCluster  = (*Cluster)(nil)
-	_ cluster.UsageSampler    = (*Cluster)(nil)
+	_ cluster.Instrumented    = (*Cluster)(nil)
 )
 
 // Name is the provider's name in scenarios and reports.
@@ -140,10 +138,22 @@ func (p *Provider) Available(ctx context.Context) error {
 	return nil
 }
 
-// Prepare builds the node image (cached by a hash of its inputs) and, when
-// this host's Docker cannot run --privileged containers, the docker front
-// kind is made to use instead.
-func (p *Provider) Prepare(ctx context.Context) error {
+// Prepare builds the node image (cached by a hash of its inputs), the
+// in-cluster images and kind's CLI and, when this host's Docker cannot run
+// --privileged containers, the docker front kind is made to use instead;
+// it returns the provider prepared to start clusters.
+func (p *Provider) Prepare(ctx context.Context) (cluster.Starter, error) {
+	if err := p.prepare(ctx); err != nil {
+		return nil, err
+	}
+	return Prepared{p}, nil
+}
+
+// Prepared is a kind provider whose images and tools are built: what
+// starts its clusters.
+type Prepared struct{ p *Provider }
+
+func (p *Provider) prepare(ctx context.Context) error {
 	progress := p.Progress
 	if progress == nil {
 		progress = io.Discard
@@ -271,12 +281,10 @@ type startAction struct {
 // Start creates the kind cluster and waits until every node is Ready, as
 // a list of named actions; on any failure the nodes' logs are saved and
 // everything started is removed, in one place.
-func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Cluster, err error) {
+func (s Prepared) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Cluster, err error) {
+	p := s.p
 	if err := spec.Validate(); err != nil {
 		return nil, err
-	}
-	if p.NodeImage == "" || p.images == nil || p.cli.path == "" {
-		return nil, errors.New("kind provider: not prepared (call Prepare first)")
 	}
 	if err := cluster.CheckSpec(p, spec); err != nil {
 		return nil, fmt.Errorf("kind provider: %w", err)
@@ -522,6 +530,12 @@ func (c *Cluster) Components() []provenance.Component { return c.components }
 func (c *Cluster) KubernetesVersion() string          { return c.version }
 func (c *Cluster) StartDuration() time.Duration       { return c.started }
 func (c *Cluster) StateDir() string                   { return c.dir }
+
+// Instruments: the proxy, the node containers' accounting and the
+// kubelets' runtime metrics.
+func (c *Cluster) Instruments() cluster.Instruments {
+	return cluster.Instruments{Proxy: c, Usage: c, RuntimeOps: c}
+}
 
 // ProxyCounters reads the proxy's counters (through the host port mapped
 // to its admin server).

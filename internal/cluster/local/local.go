@@ -55,14 +55,11 @@ type Provider struct {
 
 var (
 	_ cluster.Provider           = (*Provider)(nil)
-	_ cluster.Preparer           = (*Provider)(nil)
-	_ cluster.ProxiedCluster     = (*Cluster)(nil)
+	_ cluster.Instrumented       = (*Cluster)(nil)
 	_ cluster.StateDirCluster    = (*Cluster)(nil)
 	_ cluster.LogCluster         = (*Cluster)(nil)
 	_ cluster.APIServerRestarter = (*Cluster)(nil)
 	_ cluster.ComponentLister    = (*Cluster)(nil)
-	_ cluster.ProcessLister      = (*Cluster)(nil)
-	_ cluster.APIRequestCounter  = (*Cluster)(nil)
 )
 
 // Name is the provider's name in scenarios and reports.
@@ -136,22 +133,26 @@ func (p *Provider) Available(ctx context.Context) error {
 	return nil
 }
 
-// Prepare builds the pinned binaries (or finds them cached).
-func (p *Provider) Prepare(ctx context.Context) error {
-	if p.Binaries.Dir != "" {
-		return nil
+// Prepare builds the pinned binaries (or finds them cached) and returns
+// the provider prepared to start clusters.
+func (p *Provider) Prepare(ctx context.Context) (cluster.Starter, error) {
+	if p.Binaries.Dir == "" {
+		progress := p.Progress
+		if progress == nil {
+			progress = io.Discard
+		}
+		b, err := upstream.Ensure(ctx, p.RepoRoot, progress)
+		if err != nil {
+			return nil, err
+		}
+		p.Binaries = b
 	}
-	progress := p.Progress
-	if progress == nil {
-		progress = io.Discard
-	}
-	b, err := upstream.Ensure(ctx, p.RepoRoot, progress)
-	if err != nil {
-		return err
-	}
-	p.Binaries = b
-	return nil
+	return Prepared{p}, nil
 }
+
+// Prepared is a local provider whose binaries are there: what starts its
+// clusters.
+type Prepared struct{ p *Provider }
 
 // Cluster is a running local cluster.
 type Cluster struct {
@@ -237,7 +238,8 @@ type step struct {
 // control plane is healthy and every node is Ready. On any failure
 // everything started so far is stopped and removed, and the error names
 // the step.
-func (p *Provider) Start(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
+func (s Prepared) Start(ctx context.Context, spec cluster.Spec) (cluster.Cluster, error) {
+	p := s.p
 	// freePorts releases its ports before the components bind them: another
 	// run starting at the same time may take one in between. The component
 	// then dies with a bind error, the failed start has cleaned up, and a
@@ -599,6 +601,12 @@ func (c *Cluster) Running() []string {
 		out = append(out, p.Name)
 	}
 	return out
+}
+
+// Instruments: the proxy, the components' processes and the API server's
+// requests per client.
+func (c *Cluster) Instruments() cluster.Instruments {
+	return cluster.Instruments{Proxy: c, Processes: c, APIRequests: c}
 }
 
 // Processes are the running components' processes.

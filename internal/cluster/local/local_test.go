@@ -34,7 +34,10 @@ func binaries(t *testing.T) upstream.Binaries {
 }
 
 func TestBadControllerManagerFlagFailsFastAndCleansUp(t *testing.T) {
-	p := &Provider{Binaries: binaries(t)}
+	p, err := (&Provider{Binaries: binaries(t)}).Prepare(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	out := t.TempDir()
 	before := stateDirs(t)
 	start := time.Now()

@@ -148,7 +148,10 @@ func TestNodeRegistersWithStatusAndLease(t *testing.T) {
 		}
 		return false
 	})
-	n, _ := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
+	n, err := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if n.Annotations[ControllerManagedAttachAnnotation] != "true" {
 		t.Errorf("annotations %v", n.Annotations)
 	}
@@ -271,7 +274,10 @@ func TestNodeStatusPatchLeavesVolumesAttachedAlone(t *testing.T) {
 	if err := n.updateNodeStatus(context.Background(), true); err != nil {
 		t.Fatal(err)
 	}
-	got, _ := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
+	got, err := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(got.Status.VolumesAttached) != 1 {
 		t.Errorf("volumesAttached changed by the kubelet: %+v", got.Status.VolumesAttached)
 	}
@@ -311,7 +317,10 @@ func waitError(unmounted, unattached, unprocessed string, err error) error {
 
 // eventMessages lists the messages of the pod events with reason.
 func eventMessages(client *fake.Clientset, reason string) []string {
-	evs, _ := client.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{})
+	evs, err := client.CoreV1().Events("ns").List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return []string{"list events: " + err.Error()}
+	}
 	var out []string
 	for _, e := range evs.Items {
 		if e.Reason == reason {

@@ -118,7 +118,10 @@ func TestNodeStatusUpdate(t *testing.T) {
 			if got := patches > 0; got != tc.wantPatch {
 				t.Errorf("patches = %d, want any: %v", patches, tc.wantPatch)
 			}
-			after, _ := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
+			after, err := client.CoreV1().Nodes().Get(context.Background(), "node-1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
 			if !slices.Equal(after.Status.VolumesInUse, tc.wantInUse) {
 				t.Errorf("stored volumesInUse = %v, want %v", after.Status.VolumesInUse, tc.wantInUse)
 			}

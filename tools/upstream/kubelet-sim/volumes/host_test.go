@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"reflect"
+	"sync"
 	"testing"
 	"time"
 
@@ -16,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes/fake"
+	clienttesting "k8s.io/client-go/testing"
 	"k8s.io/client-go/tools/record"
 	"k8s.io/mount-utils"
 
@@ -32,6 +35,20 @@ const hostRoot = "/var/lib/kubelet-sim/node-1"
 func newTestHost(t *testing.T, objs ...runtime.Object) (*host, *fake.Clientset) {
 	t.Helper()
 	client := fake.NewSimpleClientset(objs...)
+	// The fake API server has no resource versions to resume a watch
+	// from: a change made before the node informer's watch starts is never
+	// seen. Its watch reactor tells when it has (client-go's pattern for
+	// informers on a fake clientset).
+	nodesWatched := make(chan struct{})
+	var once sync.Once
+	client.PrependWatchReactor("nodes", func(a clienttesting.Action) (bool, watch.Interface, error) {
+		w, err := client.Tracker().Watch(a.GetResource(), a.GetNamespace())
+		if err != nil {
+			return false, nil, err
+		}
+		once.Do(func() { close(nodesWatched) })
+		return true, w, nil
+	})
 	ctx := t.Context()
 	csiFactory := informers.NewSharedInformerFactory(client, 0)
 	nodeFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithTweakListOptions(func(o *metav1.ListOptions) {
@@ -45,6 +62,11 @@ func newTestHost(t *testing.T, objs ...runtime.Object) (*host, *fake.Clientset) 
 	nodeFactory.Start(ctx.Done())
 	csiFactory.WaitForCacheSync(ctx.Done())
 	nodeFactory.WaitForCacheSync(ctx.Done())
+	select {
+	case <-nodesWatched:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the node informer's watch never started")
+	}
 	return h, client
 }
 
@@ -151,9 +173,6 @@ func TestHostNodeReads(t *testing.T) {
 func TestHostReadsInformerNotServer(t *testing.T) {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: testNode}}
 	h, client := newTestHost(t, n)
-	// Let the informer's watch start, so it sees the update below (the
-	// fake API server has no resource versions to resume from).
-	time.Sleep(200 * time.Millisecond)
 	n = n.DeepCopy()
 	vol := corev1.UniqueVolumeName("kubernetes.io/csi/d^a")
 	n.Status.VolumesAttached = []corev1.AttachedVolume{{Name: vol}}
