@@ -142,7 +142,13 @@ func TestControlPlane(t *testing.T) {
 			if counter == nil {
 				t.Fatal("the local cluster counts no API requests per client")
 			}
-			client := suite.Clientset(t, cfg)
+			// The harness's own client, not the framework's: the cluster
+			// counts the requests of clients made from its RESTConfig,
+			// which is what this step checks.
+			client, err := kubernetes.NewForConfig(s.Provider.KubernetesRestConfig())
+			if err != nil {
+				t.Fatal(err)
+			}
 			// Every copy names its original, whose priority level and
 			// precedence it keeps, and the API server has taken it in.
 			schemas, err := client.FlowcontrolV1().FlowSchemas().List(ctx, metav1.ListOptions{LabelSelector: apfcount.LabelManagedBy + "=strandlab"})
