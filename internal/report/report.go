@@ -820,7 +820,9 @@ func writeRuntimeOps(b *bytes.Buffer, r *Report) {
 			b.WriteString("\n## The container runtime\n\nThe nodes' CRI calls during the churn, from the kubelets' own histogram " +
 				"(kubelet_runtime_operations_duration_seconds), and their PLEG's relists (pleg_relist: kubelet_pleg_relist_duration_seconds; " +
 				"pleg_relist_interval, from one relist's start to the next's: kubelet_pleg_relist_interval_seconds); p50 / p90 ms read inside the buckets: " +
-				"what kubelet-sim draws from (`strandlab runtime-timings`).\n\n| build | operation | count | p50 / p90 ms |\n|---|---|---:|---|\n")
+				"what kubelet-sim draws from (`strandlab runtime-timings`). Beside them, read and not drawn: the kubelets' own API requests by verb " +
+				"(api_*: rest_client_request_duration_seconds), CSI calls by method (csi_*: csi_operations_seconds) and volume operations " +
+				"(storage_*: storage_operation_duration_seconds).\n\n| build | operation | count | p50 / p90 ms |\n|---|---|---:|---|\n")
 			header = true
 		}
 		ops := slices.Sorted(maps.Keys(bld.RuntimeOps))

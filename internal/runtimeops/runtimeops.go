@@ -14,6 +14,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -71,6 +72,35 @@ var KubeletMetrics = map[string]string{
 	"kubelet_pleg_relist_interval_seconds":      PLEGRelistInterval,
 	"kubelet_pod_status_sync_duration_seconds":  PodStatusSync,
 	"kubelet_pod_worker_start_duration_seconds": PodWorkerStart,
+}
+
+// KubeletLatencies are histograms read beside the runtime's, one operation
+// per value of a label: how long the kubelet's own API requests took, by
+// verb, from its side (client-go's rest_client_request_duration_seconds),
+// its CSI calls, by method (pkg/volume/csi csi_operations_seconds), and its
+// volume operations, by name (pkg/volume/util
+// storage_operation_duration_seconds). On kind they say how slow the API
+// server and the CSI driver are for a real kubelet; kubelet-sim does not
+// draw from them (yet), they are read and shown.
+var KubeletLatencies = map[string]LabelledMetric{
+	"rest_client_request_duration_seconds": {Label: "verb", Prefix: "api_"},
+	"csi_operations_seconds":               {Label: "method_name", Prefix: "csi_"},
+	"storage_operation_duration_seconds":   {Label: "operation_name", Prefix: "storage_"},
+}
+
+// LabelledMetric names the operations of a labelled histogram: Prefix and
+// the label's value, its last path element (a gRPC method's name), in
+// lower case ("api_get", "csi_nodestagevolume", "storage_volume_mount").
+type LabelledMetric struct {
+	Label, Prefix string
+}
+
+// Operation is the operation a value of the label is read as.
+func (l LabelledMetric) Operation(value string) string {
+	if i := strings.LastIndex(value, "/"); i >= 0 {
+		value = value[i+1:]
+	}
+	return l.Prefix + strings.ToLower(value)
 }
 
 // PodOperations are the operations kubelet-sim draws: a pod's start and

@@ -46,7 +46,8 @@ func (c *Cluster) RuntimeOps(ctx context.Context) (runtimeops.Ops, error) {
 }
 
 // parseRuntimeOps reads runtimeops.Metric, one histogram per
-// operation_type, and the histograms of runtimeops.KubeletMetrics from a
+// operation_type, the histograms of runtimeops.KubeletMetrics, and those of
+// runtimeops.KubeletLatencies, one per value of their label, from a
 // kubelet's /metrics (Prometheus text
 // format). A kubelet that has not called its runtime yet has no such
 // metric: that is an empty Ops, not an error.
@@ -79,6 +80,26 @@ func parseRuntimeOps(r io.Reader) (runtimeops.Ops, error) {
 				continue
 			}
 			if err := add(fmt.Sprintf("%s{operation_type=%q}", runtimeops.Metric, op), op, m); err != nil {
+				return nil, err
+			}
+		}
+	}
+	for metric, lm := range runtimeops.KubeletLatencies {
+		mf, ok := families[metric]
+		if !ok {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			value := ""
+			for _, l := range m.GetLabel() {
+				if l.GetName() == lm.Label {
+					value = l.GetValue()
+				}
+			}
+			if value == "" || m.GetHistogram() == nil {
+				continue
+			}
+			if err := add(fmt.Sprintf("%s{%s=%q}", metric, lm.Label, value), lm.Operation(value), m); err != nil {
 				return nil, err
 			}
 		}

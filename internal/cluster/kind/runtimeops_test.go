@@ -68,6 +68,36 @@ kubelet_pod_worker_start_duration_seconds_sum 0.03
 kubelet_pod_worker_start_duration_seconds_count 6
 `
 
+// kubeletLatencyMetrics: the kubelet's API client, CSI calls and volume
+// operations, labelled, two values of each (two hosts for one verb).
+const kubeletLatencyMetrics = `# TYPE rest_client_request_duration_seconds histogram
+rest_client_request_duration_seconds_bucket{host="cp:6443",verb="GET",le="0.025"} 3
+rest_client_request_duration_seconds_bucket{host="cp:6443",verb="GET",le="0.1"} 4
+rest_client_request_duration_seconds_bucket{host="cp:6443",verb="GET",le="+Inf"} 5
+rest_client_request_duration_seconds_sum{host="cp:6443",verb="GET"} 1
+rest_client_request_duration_seconds_count{host="cp:6443",verb="GET"} 5
+rest_client_request_duration_seconds_bucket{host="other:6443",verb="GET",le="0.025"} 1
+rest_client_request_duration_seconds_bucket{host="other:6443",verb="GET",le="0.1"} 1
+rest_client_request_duration_seconds_bucket{host="other:6443",verb="GET",le="+Inf"} 1
+rest_client_request_duration_seconds_sum{host="other:6443",verb="GET"} 0.01
+rest_client_request_duration_seconds_count{host="other:6443",verb="GET"} 1
+rest_client_request_duration_seconds_bucket{host="cp:6443",verb="PATCH",le="0.025"} 0
+rest_client_request_duration_seconds_bucket{host="cp:6443",verb="PATCH",le="0.1"} 2
+rest_client_request_duration_seconds_bucket{host="cp:6443",verb="PATCH",le="+Inf"} 2
+rest_client_request_duration_seconds_sum{host="cp:6443",verb="PATCH"} 0.1
+rest_client_request_duration_seconds_count{host="cp:6443",verb="PATCH"} 2
+# TYPE csi_operations_seconds histogram
+csi_operations_seconds_bucket{driver_name="hostpath.csi.k8s.io",grpc_status_code="OK",method_name="/csi.v1.Node/NodeStageVolume",migrated="false",le="0.1"} 2
+csi_operations_seconds_bucket{driver_name="hostpath.csi.k8s.io",grpc_status_code="OK",method_name="/csi.v1.Node/NodeStageVolume",migrated="false",le="+Inf"} 2
+csi_operations_seconds_sum{driver_name="hostpath.csi.k8s.io",grpc_status_code="OK",method_name="/csi.v1.Node/NodeStageVolume",migrated="false"} 0.1
+csi_operations_seconds_count{driver_name="hostpath.csi.k8s.io",grpc_status_code="OK",method_name="/csi.v1.Node/NodeStageVolume",migrated="false"} 2
+# TYPE storage_operation_duration_seconds histogram
+storage_operation_duration_seconds_bucket{migrated="false",operation_name="volume_mount",status="success",volume_plugin="kubernetes.io/csi:hostpath.csi.k8s.io",le="0.1"} 1
+storage_operation_duration_seconds_bucket{migrated="false",operation_name="volume_mount",status="success",volume_plugin="kubernetes.io/csi:hostpath.csi.k8s.io",le="+Inf"} 3
+storage_operation_duration_seconds_sum{migrated="false",operation_name="volume_mount",status="success",volume_plugin="kubernetes.io/csi:hostpath.csi.k8s.io"} 1
+storage_operation_duration_seconds_count{migrated="false",operation_name="volume_mount",status="success",volume_plugin="kubernetes.io/csi:hostpath.csi.k8s.io"} 3
+`
+
 func TestParseRuntimeOps(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -88,6 +118,12 @@ func TestParseRuntimeOps(t *testing.T) {
 		{"the kubelet's status writes and worker starts", kubeletDelayMetrics, runtimeops.Ops{
 			runtimeops.PodStatusSync:  {Bounds: []float64{0.5, 1, 5}, Counts: []uint64{3, 2, 4, 0}},
 			runtimeops.PodWorkerStart: {Bounds: []float64{0.005, 0.01}, Counts: []uint64{4, 2, 0}},
+		}, ""},
+		{"the kubelet's API client, CSI calls and volume operations, one operation per label value", kubeletLatencyMetrics, runtimeops.Ops{
+			"api_get":              {Bounds: []float64{0.025, 0.1}, Counts: []uint64{4, 1, 1}},
+			"api_patch":            {Bounds: []float64{0.025, 0.1}, Counts: []uint64{0, 2, 0}},
+			"csi_nodestagevolume":  {Bounds: []float64{0.1}, Counts: []uint64{2, 0}},
+			"storage_volume_mount": {Bounds: []float64{0.1}, Counts: []uint64{1, 2}},
 		}, ""},
 		{"bucket counts that decrease", strings.Replace(plegMetrics, `{le="1"} 7`, `{le="1"} 4`, 1), nil, "kubelet_pleg_relist_duration_seconds: cumulative bucket counts decrease"},
 		{"a kubelet that has run nothing yet", "# TYPE kubelet_running_pods gauge\nkubelet_running_pods 0\n", runtimeops.Ops{}, ""},
