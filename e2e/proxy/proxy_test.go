@@ -48,6 +48,10 @@ func viaProxy(t *testing.T) kubernetes.Interface {
 	return kubernetes.NewForConfigOrDie(rc)
 }
 
+// stepTimeout bounds each step: every request here is one round trip or
+// one node event, so a step still waiting after it is stuck, and says so.
+const stepTimeout = 2 * time.Minute
+
 // arrival returns when the watch delivers a node event carrying the label
 // value.
 func arrival(ctx context.Context, w watch.Interface, value string) <-chan time.Time {
@@ -67,34 +71,37 @@ func arrival(ctx context.Context, w watch.Interface, value string) <-chan time.T
 func TestProxy(t *testing.T) {
 	f := features.New("throttling proxy").
 		Assess("node events reach the controller's connection 3 s after the server sent them", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			step, cancel := context.WithTimeout(ctx, stepTimeout)
+			defer cancel()
 			d, p := suite.Clientset(t, cfg), viaProxy(t)
-			dw, err := d.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
+			dw, err := d.CoreV1().Nodes().Watch(step, metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			pw, err := p.CoreV1().Nodes().Watch(ctx, metav1.ListOptions{})
+			pw, err := p.CoreV1().Nodes().Watch(step, metav1.ListOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
 			value := fmt.Sprint(time.Now().UnixNano())
-			directAt, proxiedAt := arrival(ctx, dw, value), arrival(ctx, pw, value)
+			directAt, proxiedAt := arrival(step, dw, value), arrival(step, pw, value)
 			patch := fmt.Sprintf(`{"metadata":{"labels":{"strandlab.io/probe":%q}}}`, value)
-			if _, err := d.CoreV1().Nodes().Patch(ctx, "node-1", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
+			if _, err := d.CoreV1().Nodes().Patch(step, "node-1", types.StrategicMergePatchType, []byte(patch), metav1.PatchOptions{}); err != nil {
 				t.Fatal(err)
 			}
 			var dt, pt time.Time
+			deliveryDeadline := time.After(30 * time.Second)
 			for dt.IsZero() || pt.IsZero() {
 				select {
 				case dt = <-directAt:
 				case pt = <-proxiedAt:
-				case <-time.After(30 * time.Second):
-					t.Fatalf("event not delivered on both watches (direct %v, proxied %v)", dt, pt)
+				case <-deliveryDeadline:
+					t.Fatalf("event not delivered on both watches within 30 s (direct %v, proxied %v)", dt, pt)
 				}
 			}
 			if lag := pt.Sub(dt); lag < hold-100*time.Millisecond || lag > hold+2*time.Second {
 				t.Errorf("proxied node event arrived %v after the direct one, want about %v", lag, hold)
 			}
-			counters, err := cluster.InstrumentsOf(s.Provider.Cluster()).Proxy.ProxyCounters(ctx)
+			counters, err := cluster.InstrumentsOf(s.Provider.Cluster()).Proxy.ProxyCounters(step)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,24 +111,28 @@ func TestProxy(t *testing.T) {
 			return ctx
 		}).
 		Assess("the controller works through the proxy", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			step, cancel := context.WithTimeout(ctx, stepTimeout)
+			defer cancel()
 			// The service account controller (running as its own service
 			// account, through the proxy) must create the default account.
-			if err := workload.CreateNamespace(ctx, suite.Clientset(t, cfg), "via-proxy"); err != nil {
+			if err := workload.CreateNamespace(step, suite.Clientset(t, cfg), "via-proxy"); err != nil {
 				t.Fatal(err)
 			}
 			return ctx
 		}).
 		Assess("what the controller may not do stays forbidden through the proxy", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			step, cancel := context.WithTimeout(ctx, stepTimeout)
+			defer cancel()
 			p := viaProxy(t)
-			if _, err := p.CoreV1().Secrets("kube-system").List(ctx, metav1.ListOptions{}); err != nil {
+			if _, err := p.CoreV1().Secrets("kube-system").List(step, metav1.ListOptions{}); err != nil {
 				t.Errorf("listing secrets (allowed to system:kube-controller-manager): %v", err)
 			}
 			pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "x"}, Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}
-			_, err := p.CoreV1().Pods("default").Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+			_, err := p.CoreV1().Pods("default").Create(step, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 			if !apierrors.IsForbidden(err) {
 				t.Errorf("creating a pod as system:kube-controller-manager through the proxy: %v, want Forbidden", err)
 			}
-			if err := p.CoreV1().Nodes().Delete(ctx, "node-1", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsForbidden(err) {
+			if err := p.CoreV1().Nodes().Delete(step, "node-1", metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}); !apierrors.IsForbidden(err) {
 				t.Errorf("deleting a node through the proxy: %v, want Forbidden", err)
 			}
 			return ctx

@@ -9,12 +9,14 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"sigs.k8s.io/e2e-framework/pkg/env"
 	"sigs.k8s.io/e2e-framework/pkg/envconf"
 	"sigs.k8s.io/e2e-framework/pkg/envfuncs"
+	"sigs.k8s.io/e2e-framework/pkg/features"
 
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/e2eprovider"
@@ -93,6 +95,7 @@ func RunOn(m *testing.M, providerName, name string, spec cluster.Spec, s *Suite)
 		spec.OutputDir = logs
 	}
 	s.Env = env.NewWithConfig(envconf.New())
+	s.Env.BeforeEachFeature(boundFeature)
 	s.Provider = e2eprovider.New(provider.Name(), starter, spec)
 	s.Env.Setup(envfuncs.CreateCluster(s.Provider, name))
 	finish := []env.Func{envfuncs.DestroyCluster(name)}
@@ -101,6 +104,25 @@ func RunOn(m *testing.M, providerName, name string, spec cluster.Spec, s *Suite)
 	}
 	s.Env.Finish(finish...)
 	return s.Env.Run(m)
+}
+
+// teardownMargin is the time a suite keeps, before the test binary's
+// -timeout, to stop its cluster and say which step was stuck.
+const teardownMargin = 3 * time.Minute
+
+// boundFeature gives a feature's context a deadline teardownMargin before
+// the test binary's own: a request that never returns (its context is the
+// environment's, which has none) then fails the step that made it, and the
+// cluster is still torn down, instead of the binary panicking at its
+// timeout with the cluster's processes left to the next run's sweep.
+func boundFeature(ctx context.Context, _ *envconf.Config, t *testing.T, _ features.Feature) (context.Context, error) {
+	deadline, ok := t.Deadline()
+	if !ok {
+		return ctx, nil
+	}
+	ctx, cancel := context.WithDeadline(ctx, deadline.Add(-teardownMargin))
+	t.Cleanup(cancel)
+	return ctx, nil
 }
 
 // RepoRoot is the strandlab checkout a test runs in (for tests that run the
