@@ -3,8 +3,9 @@
 // (kubelet_runtime_operations_duration_seconds, by operation_type), read
 // from each node's /metrics around a churn. The kind reports carry it, and
 // it becomes the timings kubelet-sim draws its simulated runtime's
-// durations from (tools/upstream/kubelet-sim/containerruntime). Pure:
-// metrics text in, histograms out.
+// durations from (tools/upstream/kubelet-sim/containerruntime), with the
+// kubelets' API requests and CSI calls beside them. Pure: metrics text in,
+// histograms and seeded draws from them out.
 package runtimeops
 
 import (
@@ -13,8 +14,10 @@ import (
 	"fmt"
 	"maps"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -80,12 +83,31 @@ var KubeletMetrics = map[string]string{
 // its CSI calls, by method (pkg/volume/csi csi_operations_seconds), and its
 // volume operations, by name (pkg/volume/util
 // storage_operation_duration_seconds). On kind they say how slow the API
-// server and the CSI driver are for a real kubelet; kubelet-sim does not
-// draw from them (yet), they are read and shown.
+// server and the CSI driver are for a real kubelet. On local, kubelet-sim
+// draws its API requests' times from the first and the CSI driver its node
+// calls' from the second (NewTimings keeps both); the volume operations are
+// read and shown.
 var KubeletLatencies = map[string]LabelledMetric{
-	"rest_client_request_duration_seconds": {Label: "verb", Prefix: "api_"},
-	"csi_operations_seconds":               {Label: "method_name", Prefix: "csi_"},
+	"rest_client_request_duration_seconds": {Label: "verb", Prefix: APIPrefix},
+	"csi_operations_seconds":               {Label: "method_name", Prefix: CSIPrefix},
 	"storage_operation_duration_seconds":   {Label: "operation_name", Prefix: "storage_"},
+}
+
+// APIPrefix begins the operations of the kubelet's API requests, by
+// HTTP method: kubelet-sim draws each request's time from them
+// (tools/upstream/kubelet-sim/apilatency), when its timings have them.
+const APIPrefix = "api_"
+
+// CSIPrefix begins the operations of the kubelet's CSI calls, by method
+// ("csi_nodestagevolume"): on local, strandlab's CSI driver holds its node
+// calls to them (csidriver.Config.CallTime), when the timings have them.
+const CSIPrefix = "csi_"
+
+// CSIOperation is the operation of a CSI call by its full gRPC method
+// ("/csi.v1.Node/NodeStageVolume"), as the kubelet's csi_operations_seconds
+// labels it.
+func CSIOperation(fullMethod string) string {
+	return KubeletLatencies["csi_operations_seconds"].Operation(fullMethod)
 }
 
 // LabelledMetric names the operations of a labelled histogram: Prefix and
@@ -224,9 +246,41 @@ func Quantile(h Histogram, q float64) time.Duration {
 	return time.Duration(h.Bounds[len(h.Bounds)-1] * float64(time.Second))
 }
 
+// Draw is a duration distributed as h, read as Quantile reads it (the
+// same reading as kubelet-sim's containerruntime.Draw): the quantile of a
+// uniform draw.
+func Draw(h Histogram, rng *rand.Rand) time.Duration {
+	return Quantile(h, rng.Float64())
+}
+
+// Drawer draws operations' durations from histograms, seeded; safe for
+// concurrent use.
+type Drawer struct {
+	ops Ops
+	mu  sync.Mutex
+	rng *rand.Rand
+}
+
+// NewDrawer draws from ops with a generator seeded by seed.
+func NewDrawer(ops Ops, seed uint64) *Drawer {
+	return &Drawer{ops: ops, rng: rand.New(rand.NewPCG(seed, 0x63616c6c))}
+}
+
+// Draw draws one op; ok is false when ops has none of it.
+func (d *Drawer) Draw(op string) (time.Duration, bool) {
+	h, ok := d.ops[op]
+	if !ok || h.Total() == 0 {
+		return 0, false
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return Draw(h, d.rng), true
+}
+
 // Timings is the file kubelet-sim draws its runtime from
 // (containerruntime.Timings, --runtime-timings): the pod operations'
-// histograms and where they were measured.
+// histograms, the PLEG's relists, the API requests' and the CSI calls'
+// where measured, and where they were measured.
 type Timings struct {
 	Source     string `json:"source"`
 	Operations Ops    `json:"operations"`
@@ -244,8 +298,9 @@ func NewTimings(source string, ops Ops) (Timings, error) {
 		}
 		t.Operations[op] = h
 	}
-	for _, op := range []string{PLEGRelist, PLEGRelistInterval} {
-		if h, ok := ops[op]; ok && h.Total() > 0 {
+	for op, h := range ops {
+		drawn := op == PLEGRelist || op == PLEGRelistInterval || strings.HasPrefix(op, APIPrefix) || strings.HasPrefix(op, CSIPrefix)
+		if drawn && h.Total() > 0 {
 			t.Operations[op] = h
 		}
 	}

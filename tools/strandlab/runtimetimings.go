@@ -26,8 +26,12 @@ func runtimeTimingsCommand() *cobra.Command {
 reads each kubelet's kubelet_runtime_operations_duration_seconds around the
 churn) into the JSON file kubelet-sim draws its simulated container runtime
 from: the histograms of run_podsandbox, create_container, start_container,
-stop_container and stop_podsandbox, and a source line naming the reports,
-their provider, Kubernetes version and date. Each argument is a report
+stop_container and stop_podsandbox (and of reading a pod back), the PLEG's
+relists, the kubelets' API requests by HTTP method (api_get, api_patch,
+...: kubelet-sim holds its own requests back to them) and their CSI calls
+by method (csi_nodestagevolume, ...: the local CSI driver holds its node
+calls to them) where the reports have them, and a source line naming the
+reports, their provider, Kubernetes version and date. Each argument is a report
 directory or a report.json. Every build of every report is pooled.
 
 Written to --output (default: standard output). The built-in timings are
@@ -106,16 +110,37 @@ func poolTimings(reports []*report.Report) (runtimeops.Timings, error) {
 	for _, op := range runtimeops.PodOperations {
 		counts = append(counts, fmt.Sprintf("%s %d", op, total[op].Total()))
 	}
-	relists := ""
+	alsoRead := ""
 	if total[runtimeops.PLEGRelist].Total() > 0 && total[runtimeops.PLEGRelistInterval].Total() > 0 {
 		// kubelet-sim draws its PLEG's relists only when both are there.
-		relists = " and kubelet_pleg_relist_{duration,interval}_seconds"
+		alsoRead = " and kubelet_pleg_relist_{duration,interval}_seconds"
 		for _, op := range []string{runtimeops.PLEGRelist, runtimeops.PLEGRelistInterval} {
 			counts = append(counts, fmt.Sprintf("%s %d", op, total[op].Total()))
 		}
 	}
+	// kubelet-sim holds its API requests back to these times, and the
+	// local CSI driver its node calls.
+	for _, held := range []struct{ prefix, metric string }{
+		{runtimeops.APIPrefix, "rest_client_request_duration_seconds"},
+		{runtimeops.CSIPrefix, "csi_operations_seconds"},
+	} {
+		var ops []string
+		for op, h := range total {
+			if strings.HasPrefix(op, held.prefix) && h.Total() > 0 {
+				ops = append(ops, op)
+			}
+		}
+		if len(ops) == 0 {
+			continue
+		}
+		alsoRead += " and " + held.metric
+		slices.Sort(ops)
+		for _, op := range ops {
+			counts = append(counts, fmt.Sprintf("%s %d", op, total[op].Total()))
+		}
+	}
 	source := fmt.Sprintf("%s kubelets %s (kubelet_runtime_operations_duration_seconds%s during the churn of runs %s; %s)",
-		strings.Join(providers, ", "), strings.Join(versions, ", "), relists, strings.Join(runs, ", "), strings.Join(counts, ", "))
+		strings.Join(providers, ", "), strings.Join(versions, ", "), alsoRead, strings.Join(runs, ", "), strings.Join(counts, ", "))
 	return runtimeops.NewTimings(source, total)
 }
 

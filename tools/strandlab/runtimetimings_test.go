@@ -10,11 +10,12 @@ import (
 	"github.com/strandlab/strandlab/internal/runtimeops"
 )
 
-// kindReport is a kind run whose churn saw n of each pod operation, each
-// in the bucket of at most bound seconds.
+// kindReport is a kind run whose churn saw n of each pod operation, n
+// status writes (api_patch) and n NodeStageVolume calls, each in the bucket
+// of at most bound seconds.
 func kindReport(id string, n uint64, bound int) *report.Report {
 	ops := runtimeops.Ops{}
-	for _, op := range runtimeops.PodOperations {
+	for _, op := range append([]string{runtimeops.APIPrefix + "patch", runtimeops.CSIPrefix + "nodestagevolume"}, runtimeops.PodOperations...) {
 		h := runtimeops.Histogram{Bounds: []float64{0.1, 1, 10}, Counts: make([]uint64, 4)}
 		h.Counts[bound] = n
 		ops[op] = h
@@ -43,7 +44,11 @@ func TestWriteReferenceTimingsPoolsTheKindRuns(t *testing.T) {
 	if got := tm.Operations[runtimeops.StopPodSandbox].Counts; got[0] != 3 || got[2] != 2 {
 		t.Errorf("stop_podsandbox counts %v, want 3 in the first bucket and 2 in the third", got)
 	}
-	for _, want := range []string{"kind kubelets v1.37.2", "kind-1, kind-2", "run_podsandbox 5"} {
+	if got := tm.Operations[runtimeops.APIPrefix+"patch"].Total(); got != 5 {
+		t.Errorf("api_patch: %d requests pooled, want 5", got)
+	}
+	for _, want := range []string{"kind kubelets v1.37.2", "kind-1, kind-2", "run_podsandbox 5", "rest_client_request_duration_seconds", "api_patch 5",
+		"csi_operations_seconds", "csi_nodestagevolume 5"} {
 		if !strings.Contains(tm.Source, want) {
 			t.Errorf("source %q lacks %q", tm.Source, want)
 		}

@@ -25,6 +25,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 	"k8s.io/klog/v2"
 
+	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/apilatency"
 	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/containerruntime"
 	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/node"
 	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/volumes"
@@ -113,6 +114,11 @@ func run() error {
 	cfg.ContentType = runtime.ContentTypeProtobuf
 	cfg.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
 	cfg.UserAgent = "kubelet-sim/" + name
+	if rt.APIRequests() {
+		// Every client of the node, the heartbeat's too, as the real
+		// kubelet's histogram counts them all.
+		cfg.Wrap(apilatency.Wrap(rt))
+	}
 	client, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return usageError{fmt.Errorf("--node %s: %w", name, err)}

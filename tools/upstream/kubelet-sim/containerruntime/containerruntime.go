@@ -21,6 +21,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"strings"
 	"sync"
 	"time"
 )
@@ -57,6 +58,17 @@ const (
 	PLEGRelistInterval = "pleg_relist_interval"
 )
 
+// APIPrefix begins the operations a Timings file may have for the
+// kubelet's API requests, one per HTTP method ("api_get", "api_patch"):
+// client-go's rest_client_request_duration_seconds by verb, as the real
+// kubelet's clients measured them, from the throttle to the body read
+// (rest.Request.request; watches are not in it). Without them kubelet-sim's
+// requests take what its API server takes.
+const APIPrefix = "api_"
+
+// APIOperation is the operation of a request with the HTTP method.
+func APIOperation(method string) string { return APIPrefix + strings.ToLower(method) }
+
 // Histogram is a Prometheus histogram of one operation's duration.
 // Counts[i] operations took at most Bounds[i] seconds and more than
 // Bounds[i-1] (0 for i = 0); the last count, one past the bounds, took
@@ -86,11 +98,11 @@ type Timings struct {
 // Validate checks that every operation has a histogram with at least one
 // operation in it, and bounds that increase.
 func (t *Timings) Validate() error {
-	for _, op := range []string{PLEGRelist, PLEGRelistInterval} {
-		if _, ok := t.Operations[op]; !ok {
+	for op, h := range t.Operations {
+		if op != PLEGRelist && op != PLEGRelistInterval && !strings.HasPrefix(op, APIPrefix) {
 			continue
 		}
-		if err := validate(op, t.Operations[op]); err != nil {
+		if err := validate(op, h); err != nil {
 			return err
 		}
 	}
@@ -189,6 +201,9 @@ type Runtime struct {
 
 	mu  sync.Mutex
 	rng *rand.Rand
+	// apiRNG draws the API requests' times apart from rng, so that a
+	// timings file with them leaves the runtime's own draws as they were.
+	apiRNG *rand.Rand
 }
 
 // New returns a runtime drawing from timings with a generator seeded by
@@ -199,7 +214,8 @@ func New(timings *Timings, seed uint64) (*Runtime, error) {
 		return nil, err
 	}
 	return &Runtime{timings: timings, sleep: sleepContext,
-		rng: rand.New(rand.NewPCG(seed, 0x6b7562656c6574))}, nil
+		rng:    rand.New(rand.NewPCG(seed, 0x6b7562656c6574)),
+		apiRNG: rand.New(rand.NewPCG(seed, 0x617069))}, nil
 }
 
 // Source is where the timings were measured ("" for the instant runtime).
@@ -214,6 +230,35 @@ func (r *Runtime) draw(op string) time.Duration {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return Draw(r.timings.Operations[op], r.rng)
+}
+
+// APIRequest draws how long one API request with the HTTP method takes a
+// real kubelet. ok is false when the timings have no such requests (or the
+// runtime is instant): the request takes what it takes.
+func (r *Runtime) APIRequest(method string) (d time.Duration, ok bool) {
+	if r == nil {
+		return 0, false
+	}
+	h, ok := r.timings.Operations[APIOperation(method)]
+	if !ok {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Draw(h, r.apiRNG), true
+}
+
+// APIRequests is whether the timings have any API request's time.
+func (r *Runtime) APIRequests() bool {
+	if r == nil {
+		return false
+	}
+	for op := range r.timings.Operations {
+		if strings.HasPrefix(op, APIPrefix) {
+			return true
+		}
+	}
+	return false
 }
 
 // Relist draws one periodic PLEG relist: how long it takes, and the time

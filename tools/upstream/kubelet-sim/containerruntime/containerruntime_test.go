@@ -170,6 +170,49 @@ func TestRelist(t *testing.T) {
 	}
 }
 
+// An API request is drawn from its method's histogram when the timings
+// measured it, and not at all otherwise; drawing requests leaves the
+// runtime's own draws as they were without them.
+func TestAPIRequest(t *testing.T) {
+	one := Histogram{Bounds: []float64{1}, Counts: []uint64{0, 1}}
+	spread := Histogram{Bounds: []float64{0.01, 0.1, 1}, Counts: []uint64{1, 1, 1, 0}}
+	tm := timings(spread)
+	tm.Operations[APIOperation("PATCH")] = one
+	r, err := New(tm, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method string
+		want   time.Duration
+		wantOK bool
+	}{
+		{"PATCH", time.Second, true},
+		{"GET", 0, false},
+	} {
+		if d, ok := r.APIRequest(tc.method); d != tc.want || ok != tc.wantOK {
+			t.Errorf("APIRequest(%s) = %v, %v; want %v, %v", tc.method, d, ok, tc.want, tc.wantOK)
+		}
+	}
+	var instant *Runtime
+	if _, ok := instant.APIRequest("PATCH"); ok || instant.APIRequests() {
+		t.Error("the instant runtime drew an API request")
+	}
+	plain, err := New(timings(spread), 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.APIRequests() || plain.APIRequests() {
+		t.Errorf("APIRequests() = %v with a request measured, %v without", r.APIRequests(), plain.APIRequests())
+	}
+	for i := range 20 {
+		r.APIRequest("PATCH")
+		if a, b := r.draw(StopContainer), plain.draw(StopContainer); a != b {
+			t.Fatalf("draw %d: %v with API requests drawn between, %v without", i, a, b)
+		}
+	}
+}
+
 // A cancelled pod start does not sit out its drawn time.
 func TestCancelledStart(t *testing.T) {
 	long := Histogram{Bounds: []float64{3600}, Counts: []uint64{0, 1}}
@@ -204,6 +247,9 @@ func TestValidate(t *testing.T) {
 		{"a relist histogram, when there, checked too", func(t *Timings) {
 			t.Operations[PLEGRelistInterval] = Histogram{Bounds: []float64{1}, Counts: []uint64{1}}
 		}, "operations.pleg_relist_interval: 1 bounds and 1 counts"},
+		{"an API request histogram, when there, checked too", func(t *Timings) {
+			t.Operations[APIOperation("GET")] = Histogram{Bounds: []float64{1}, Counts: []uint64{0, 0}}
+		}, "operations.api_get: no operation counted"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tm := timings(good)
