@@ -99,20 +99,12 @@ type Config struct {
 	// (the driver's container may mount it elsewhere); it must be absolute.
 	// Empty means the path of Run's endpoint.
 	KubeletRegistrationPath string
-	// CallTime, if set, is how long a node call (by its full gRPC method)
-	// took a real kubelet, drawn; ok false for a call not measured. Each
-	// such call is held before it is served by that time less what the
-	// method takes here (see holdCalls).
-	CallTime func(fullMethod string) (d time.Duration, ok bool)
 }
 
 // Driver is one instance of the CSI driver: a controller, a node, or both.
 type Driver struct {
 	cfg   Config
 	store *store
-	// served is what each held method takes here, a moving average of
-	// its handler's times.
-	served callTimes
 
 	identity   *identityServer
 	controller *controllerServer
@@ -336,7 +328,7 @@ func socketPath(endpoint string) (string, error) {
 // Serve serves the driver's services on lis until ctx is done or serving
 // fails. It closes lis.
 func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
-	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(logCalls, d.holdCalls))
+	srv := grpc.NewServer(grpc.UnaryInterceptor(logCalls))
 	csi.RegisterIdentityServer(srv, d.identity)
 	if d.cfg.Mode.controller() {
 		csi.RegisterControllerServer(srv, d.controller)

@@ -4,8 +4,8 @@
 // from each node's /metrics around a churn. The kind reports carry it, and
 // it becomes the timings kubelet-sim draws its simulated runtime's
 // durations from (tools/upstream/kubelet-sim/containerruntime), with the
-// kubelets' API requests and CSI calls beside them. Pure: metrics text in,
-// histograms and seeded draws from them out.
+// kubelets' API requests beside them. Pure: metrics text in, histograms
+// out.
 package runtimeops
 
 import (
@@ -14,10 +14,8 @@ import (
 	"fmt"
 	"maps"
 	"math"
-	"math/rand/v2"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -83,13 +81,14 @@ var KubeletMetrics = map[string]string{
 // its CSI calls, by method (pkg/volume/csi csi_operations_seconds), and its
 // volume operations, by name (pkg/volume/util
 // storage_operation_duration_seconds). On kind they say how slow the API
-// server and the CSI driver are for a real kubelet. On local, kubelet-sim
-// draws its API requests' times from the first and the CSI driver its node
-// calls' from the second (NewTimings keeps both); the volume operations are
-// read and shown.
+// server and the CSI driver are for a real kubelet. kubelet-sim draws its
+// API requests' times from the first (NewTimings keeps them). The other two
+// are read and shown, not drawn: their first bucket ends at 100 ms, where
+// almost every node call falls, so they cannot tell a 2 ms call from a
+// 90 ms one (docs/kubelet-sim.md, "API requests").
 var KubeletLatencies = map[string]LabelledMetric{
 	"rest_client_request_duration_seconds": {Label: "verb", Prefix: APIPrefix},
-	"csi_operations_seconds":               {Label: "method_name", Prefix: CSIPrefix},
+	"csi_operations_seconds":               {Label: "method_name", Prefix: "csi_"},
 	"storage_operation_duration_seconds":   {Label: "operation_name", Prefix: "storage_"},
 }
 
@@ -97,18 +96,6 @@ var KubeletLatencies = map[string]LabelledMetric{
 // HTTP method: kubelet-sim draws each request's time from them
 // (tools/upstream/kubelet-sim/apilatency), when its timings have them.
 const APIPrefix = "api_"
-
-// CSIPrefix begins the operations of the kubelet's CSI calls, by method
-// ("csi_nodestagevolume"): on local, strandlab's CSI driver holds its node
-// calls to them (csidriver.Config.CallTime), when the timings have them.
-const CSIPrefix = "csi_"
-
-// CSIOperation is the operation of a CSI call by its full gRPC method
-// ("/csi.v1.Node/NodeStageVolume"), as the kubelet's csi_operations_seconds
-// labels it.
-func CSIOperation(fullMethod string) string {
-	return KubeletLatencies["csi_operations_seconds"].Operation(fullMethod)
-}
 
 // LabelledMetric names the operations of a labelled histogram: Prefix and
 // the label's value, its last path element (a gRPC method's name), in
@@ -246,41 +233,10 @@ func Quantile(h Histogram, q float64) time.Duration {
 	return time.Duration(h.Bounds[len(h.Bounds)-1] * float64(time.Second))
 }
 
-// Draw is a duration distributed as h, read as Quantile reads it (the
-// same reading as kubelet-sim's containerruntime.Draw): the quantile of a
-// uniform draw.
-func Draw(h Histogram, rng *rand.Rand) time.Duration {
-	return Quantile(h, rng.Float64())
-}
-
-// Drawer draws operations' durations from histograms, seeded; safe for
-// concurrent use.
-type Drawer struct {
-	ops Ops
-	mu  sync.Mutex
-	rng *rand.Rand
-}
-
-// NewDrawer draws from ops with a generator seeded by seed.
-func NewDrawer(ops Ops, seed uint64) *Drawer {
-	return &Drawer{ops: ops, rng: rand.New(rand.NewPCG(seed, 0x63616c6c))}
-}
-
-// Draw draws one op; ok is false when ops has none of it.
-func (d *Drawer) Draw(op string) (time.Duration, bool) {
-	h, ok := d.ops[op]
-	if !ok || h.Total() == 0 {
-		return 0, false
-	}
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return Draw(h, d.rng), true
-}
-
 // Timings is the file kubelet-sim draws its runtime from
 // (containerruntime.Timings, --runtime-timings): the pod operations'
-// histograms, the PLEG's relists, the API requests' and the CSI calls'
-// where measured, and where they were measured.
+// histograms, the PLEG's relists and the API requests' where measured, and
+// where they were measured.
 type Timings struct {
 	Source     string `json:"source"`
 	Operations Ops    `json:"operations"`
@@ -299,7 +255,7 @@ func NewTimings(source string, ops Ops) (Timings, error) {
 		t.Operations[op] = h
 	}
 	for op, h := range ops {
-		drawn := op == PLEGRelist || op == PLEGRelistInterval || strings.HasPrefix(op, APIPrefix) || strings.HasPrefix(op, CSIPrefix)
+		drawn := op == PLEGRelist || op == PLEGRelistInterval || strings.HasPrefix(op, APIPrefix)
 		if drawn && h.Total() > 0 {
 			t.Operations[op] = h
 		}

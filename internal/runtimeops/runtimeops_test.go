@@ -3,7 +3,6 @@ package runtimeops
 import (
 	"encoding/json"
 	"maps"
-	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -73,8 +72,8 @@ func TestNewTimingsNeedsEveryPodOperation(t *testing.T) {
 	if _, err := NewTimings("here", ops); err != nil {
 		t.Fatal(err)
 	}
-	// The relists, the API requests and the CSI calls are kept where
-	// measured, left out where not; what nobody draws is left out.
+	// The relists and the API requests are kept where measured, left out
+	// where not; what kubelet-sim does not draw is left out.
 	ops[PLEGRelist] = h
 	ops[PLEGRelistInterval] = Histogram{Bounds: []float64{1}, Counts: []uint64{0, 0}}
 	ops["get_container_events"] = h
@@ -86,12 +85,12 @@ func TestNewTimingsNeedsEveryPodOperation(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, op := range []string{PLEGRelist, "api_patch", "csi_nodestagevolume"} {
+	for _, op := range []string{PLEGRelist, "api_patch"} {
 		if _, ok := tm.Operations[op]; !ok {
 			t.Errorf("operations %v: the measured %s left out", slices.Sorted(maps.Keys(tm.Operations)), op)
 		}
 	}
-	for _, op := range []string{PLEGRelistInterval, "get_container_events", "api_get", "storage_volume_mount"} {
+	for _, op := range []string{PLEGRelistInterval, "get_container_events", "api_get", "csi_nodestagevolume", "storage_volume_mount"} {
 		if _, ok := tm.Operations[op]; ok {
 			t.Errorf("operations %v: %s kept", slices.Sorted(maps.Keys(tm.Operations)), op)
 		}
@@ -175,49 +174,3 @@ func equalOps(a, b Ops) bool {
 	}
 	return true
 }
-
-// Draws follow the histogram as Quantile reads it: the share of draws
-// under each bound is the share of operations under it; a drawer draws only
-// what it has, and a seed draws alike twice.
-func TestDrawer(t *testing.T) {
-	h := Histogram{Bounds: []float64{0.01, 0.1, 1}, Counts: []uint64{10, 60, 0, 30}}
-	d := NewDrawer(Ops{"csi_nodestagevolume": h}, 1)
-	const n = 20000
-	var under [3]int // at most 10 ms, at most 100 ms, at the last bound
-	for range n {
-		v, ok := d.Draw("csi_nodestagevolume")
-		if !ok {
-			t.Fatal("a measured operation not drawn")
-		}
-		for i, b := range h.Bounds[:2] {
-			if v.Seconds() <= b {
-				under[i]++
-			}
-		}
-		if v == time.Second {
-			under[2]++
-		}
-		if v > time.Second {
-			t.Fatalf("draw %v beyond the last bound", v)
-		}
-	}
-	for i, want := range []float64{0.10, 0.70, 0.30} {
-		if got := float64(under[i]) / n; math.Abs(got-want) > 0.02 {
-			t.Errorf("class %d: %.3f of draws, want %.2f", i, got, want)
-		}
-	}
-	if _, ok := d.Draw("csi_nodepublishvolume"); ok {
-		t.Error("an operation not measured was drawn")
-	}
-	a, b := NewDrawer(Ops{"x": h}, 9), NewDrawer(Ops{"x": h}, 9)
-	for range 10 {
-		if x, y := must(a.Draw("x")), must(b.Draw("x")); x != y {
-			t.Fatalf("one seed drew %v and %v", x, y)
-		}
-	}
-	if got := CSIOperation("/csi.v1.Node/NodeStageVolume"); got != "csi_nodestagevolume" {
-		t.Errorf("CSIOperation = %q", got)
-	}
-}
-
-func must(d time.Duration, _ bool) time.Duration { return d }

@@ -233,20 +233,10 @@ func (b Binaries) Components(ctx context.Context, runtimeTimings string) []prove
 		provenance.Component{Name: "kubelet-sim", Version: "simulated pods, node status and container runtime (runtime timings drawn from " +
 			kubeletSimRuntimeSource(ctx, b.KubeletSim, runtimeTimings) + "); volume manager and pod status manager from k8s.io/kubernetes@" + b.Versions["kubelet-sim"],
 			Provenance: "built from github.com/strandlab/strandlab/tools/upstream/kubelet-sim with k8s.io/kubernetes@" + b.Versions["kubelet-sim"] + " (pkg/kubelet/volumemanager, pkg/kubelet/status, pkg/volume/csi)"},
-		provenance.Component{Name: "csi-driver", Version: csiDriverVersion(runtimeTimings), Provenance: "github.com/strandlab/strandlab/tools/csi-driver"},
+		provenance.Component{Name: "csi-driver", Version: "strandlab hostpath", Provenance: "github.com/strandlab/strandlab/tools/csi-driver"},
 		provenance.Component{Name: "pin-extender", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/pin-extender"},
 		provenance.Component{Name: "apiproxy", Version: "strandlab", Provenance: "github.com/strandlab/strandlab/tools/apiproxy"})
 	return out
-}
-
-// csiDriverVersion says what the node instances' calls take: with runtime
-// timings, the node calls are held to their csi_* draws where the file has
-// them (csi-driver --call-timings).
-func csiDriverVersion(runtimeTimings string) string {
-	if runtimeTimings == "" {
-		return "strandlab hostpath"
-	}
-	return "strandlab hostpath (node calls held to the runtime timings' csi_operations_seconds, where measured)"
 }
 
 // kubeletSimRuntimeSource is where the runtime timings kubelet-sim draws

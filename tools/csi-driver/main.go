@@ -24,12 +24,10 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 
 	"k8s.io/klog/v2"
 
 	"github.com/strandlab/strandlab/internal/csidriver"
-	"github.com/strandlab/strandlab/internal/runtimeops"
 )
 
 func main() {
@@ -64,9 +62,6 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		"kubelet plugin registration directory, e.g. /var/lib/kubelet/plugins_registry: serve <drivername>-reg.sock there so the kubelet registers the driver; empty: no registration; node and both mode")
 	kubeletPath := fs.String("kubelet-registration-path", "",
 		"absolute path of the CSI socket as the kubelet sees it, told to the kubelet at registration (default: the path of --endpoint); needs --registration-dir")
-	callTimings := fs.String("call-timings", "",
-		"timings file (strandlab runtime-timings) whose csi_* histograms, the kubelets' csi_operations_seconds on kind, the node calls are held to; empty: served at once; node and both mode")
-	seed := fs.Uint64("seed", 0, "seed of the --call-timings draws")
 	klog.InitFlags(fs)
 	// A bad flag gets the error and a one-line synopsis; the full flag list
 	// (mostly klog's) only on -h, where it does not bury the error.
@@ -113,7 +108,7 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		var nodeOnly []string
 		fs.Visit(func(f *flag.Flag) {
 			switch f.Name {
-			case "publish-mode", "registration-dir", "kubelet-registration-path", "call-timings":
+			case "publish-mode", "registration-dir", "kubelet-registration-path":
 				nodeOnly = append(nodeOnly, "--"+f.Name)
 			}
 		})
@@ -130,44 +125,12 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 
-	callTime, err := nodeCallTimes(*callTimings, *seed)
-	if err != nil {
-		return usageErr("--call-timings: %v", err)
-	}
-
 	d, err := csidriver.NewDriver(csidriver.Config{
 		Name: *name, NodeID: *nodeID, StateDir: *stateDir, Mode: mode, PublishMode: publishMode,
-		RegistrationDir: *regDir, KubeletRegistrationPath: *kubeletPath, CallTime: callTime,
+		RegistrationDir: *regDir, KubeletRegistrationPath: *kubeletPath,
 	})
 	if err != nil {
 		return err
 	}
 	return d.Run(ctx, *endpoint)
-}
-
-// nodeCallTimes draws the node calls' times from a timings file's csi_*
-// histograms; nil without a file or when it has none.
-func nodeCallTimes(path string, seed uint64) (func(string) (time.Duration, bool), error) {
-	if path == "" {
-		return nil, nil
-	}
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	t, err := runtimeops.DecodeTimings(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	measured := false
-	for op := range t.Operations {
-		measured = measured || strings.HasPrefix(op, runtimeops.CSIPrefix)
-	}
-	if !measured {
-		return nil, nil
-	}
-	drawer := runtimeops.NewDrawer(t.Operations, seed)
-	return func(fullMethod string) (time.Duration, bool) {
-		return drawer.Draw(runtimeops.CSIOperation(fullMethod))
-	}, nil
 }

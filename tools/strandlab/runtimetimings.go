@@ -27,11 +27,10 @@ reads each kubelet's kubelet_runtime_operations_duration_seconds around the
 churn) into the JSON file kubelet-sim draws its simulated container runtime
 from: the histograms of run_podsandbox, create_container, start_container,
 stop_container and stop_podsandbox (and of reading a pod back), the PLEG's
-relists, the kubelets' API requests by HTTP method (api_get, api_patch,
-...: kubelet-sim holds its own requests back to them) and their CSI calls
-by method (csi_nodestagevolume, ...: the local CSI driver holds its node
-calls to them) where the reports have them, and a source line naming the
-reports, their provider, Kubernetes version and date. Each argument is a report
+relists and the kubelets' API requests by HTTP method (api_get, api_patch,
+...: kubelet-sim holds its own requests back to them) where the reports
+have them, and a source line naming the reports, their provider,
+Kubernetes version and date. Each argument is a report
 directory or a report.json. Every build of every report is pooled.
 
 Written to --output (default: standard output). The built-in timings are
@@ -118,24 +117,17 @@ func poolTimings(reports []*report.Report) (runtimeops.Timings, error) {
 			counts = append(counts, fmt.Sprintf("%s %d", op, total[op].Total()))
 		}
 	}
-	// kubelet-sim holds its API requests back to these times, and the
-	// local CSI driver its node calls.
-	for _, held := range []struct{ prefix, metric string }{
-		{runtimeops.APIPrefix, "rest_client_request_duration_seconds"},
-		{runtimeops.CSIPrefix, "csi_operations_seconds"},
-	} {
-		var ops []string
-		for op, h := range total {
-			if strings.HasPrefix(op, held.prefix) && h.Total() > 0 {
-				ops = append(ops, op)
-			}
+	var apiOps []string
+	for op, h := range total {
+		if strings.HasPrefix(op, runtimeops.APIPrefix) && h.Total() > 0 {
+			apiOps = append(apiOps, op)
 		}
-		if len(ops) == 0 {
-			continue
-		}
-		alsoRead += " and " + held.metric
-		slices.Sort(ops)
-		for _, op := range ops {
+	}
+	if len(apiOps) > 0 {
+		// kubelet-sim holds its API requests back to these times.
+		alsoRead += " and rest_client_request_duration_seconds"
+		slices.Sort(apiOps)
+		for _, op := range apiOps {
 			counts = append(counts, fmt.Sprintf("%s %d", op, total[op].Total()))
 		}
 	}

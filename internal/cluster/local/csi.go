@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"k8s.io/client-go/kubernetes"
 
@@ -106,17 +105,10 @@ func (st *starting) startCSI(context.Context) ([]readiness, error) {
 		Args: driverArgs("controller", "controller", l.controllerSock)}, socketReady(l.controllerSock)); err != nil {
 		return nil, err
 	}
-	for i, n := range c.nodes {
+	for _, n := range c.nodes {
 		sock := l.nodeSocket(n)
-		args := driverArgs("node", n, sock)
-		if st.spec.RuntimeTimings != "" {
-			// The node calls take what a real kubelet's took, where the
-			// timings measured them (their csi_* histograms), as
-			// kubelet-sim's runtime and API requests do; seeded per node.
-			args = append(args, "--call-timings="+st.spec.RuntimeTimings, "--seed="+strconv.FormatUint(uint64(st.spec.Seed)*1_000_003+uint64(i+1), 10))
-		}
 		if err := start(process.Spec{Name: "csi-driver-" + n, Path: b.CSIDriver, LogFile: filepath.Join(logDir, "csi-driver-"+n+".log"),
-			Args: args, Env: perNodeEnv}, socketReady(sock)); err != nil {
+			Args: driverArgs("node", n, sock), Env: perNodeEnv}, socketReady(sock)); err != nil {
 			return nil, err
 		}
 	}
