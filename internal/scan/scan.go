@@ -76,26 +76,17 @@ type Counts struct {
 	Resolved int `json:"resolved"`
 }
 
-// Finding is one reported condition.
+// Finding is one reported condition: the detector's finding (the same
+// type, and the same JSON, as the runner's safety findings carry), with
+// Since moved to when the condition began as far as the API shows, and how
+// old that makes it.
 type Finding struct {
-	// Kind is stranded, listed_not_attached, detached_under_mount or
-	// phantom_listing.
-	Kind detector.Kind `json:"kind"`
-	Node string        `json:"node"`
-	// Pod (namespace/name) and PodUID are "" for a phantom listing, which
-	// is about no pod.
-	Pod    string `json:"pod"`
-	PodUID string `json:"pod_uid"`
-	Volume string `json:"volume"` // unique volume name, kubernetes.io/csi/<driver>^<handle>
-	PV     string `json:"pv"`
-	// VolumeAttachment is "" when none exists.
-	VolumeAttachment string `json:"volume_attachment"`
-	// Since is when the condition began, as far as the API shows
-	// (SinceEvidence says how); for safety violations, when this scan saw it.
-	Since         time.Time `json:"since"`
-	AgeSeconds    float64   `json:"age_seconds"` // CompletedAt - Since
-	Evidence      string    `json:"evidence"`
-	SinceEvidence string    `json:"since_evidence"`
+	detector.Finding
+	// AgeSeconds is CompletedAt - Since.
+	AgeSeconds float64 `json:"age_seconds"`
+	// SinceEvidence says how Since was found; for safety violations, Since
+	// is when this scan saw the condition.
+	SinceEvidence string `json:"since_evidence"`
 }
 
 // Safety reports whether the finding is a safety violation (a phantom
@@ -195,8 +186,8 @@ func Scan(ctx context.Context, client kubernetes.Interface, opts Options) (*Repo
 	r.CompletedAt = time.Now().UTC()
 	r.Findings = make([]Finding, 0, len(confirmed))
 	for _, c := range confirmed {
-		f := Finding{Kind: c.f.Kind, Node: c.f.Node, Pod: c.f.Pod, PodUID: c.f.PodUID, Volume: c.f.Volume, PV: c.f.PV,
-			VolumeAttachment: c.f.VolumeAttachment, Since: c.since.UTC(), Evidence: c.f.Evidence, SinceEvidence: c.evidence}
+		f := Finding{Finding: c.f, SinceEvidence: c.evidence}
+		f.Since = c.since.UTC()
 		f.AgeSeconds = r.CompletedAt.Sub(f.Since).Seconds()
 		switch {
 		case f.Safety():
