@@ -54,7 +54,10 @@ var rules = []struct {
 		[]string{"k8s.io/", "sigs.k8s.io/", "github.com/prometheus/", "gonum.org/", module}},
 	{"internal/calibration", "calibration compares reports: no cluster, no API client, no runner",
 		[]string{"k8s.io/client-go", module + "internal/churn", module + "internal/cluster", module + "internal/proxy", module + "internal/runner", "github.com/prometheus/"}},
-	{"internal/report", "the report is the JSON contract plus renderers",
+	{"internal/report", "the report is the JSON contract and its tests' statistics: rendering (Markdown, plots) is render's",
+		[]string{"k8s.io/client-go", module + "internal/churn", module + "internal/cluster", module + "internal/proxy", module + "internal/runner", "github.com/prometheus/",
+			"gonum.org/v1/plot", module + "internal/report/render"}},
+	{"internal/report/render", "rendering reads a report: no cluster, no API client, no runner",
 		[]string{"k8s.io/client-go", module + "internal/churn", module + "internal/cluster", module + "internal/proxy", module + "internal/runner", "github.com/prometheus/"}},
 }
 

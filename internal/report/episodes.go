@@ -6,7 +6,6 @@ package report
 
 import (
 	"cmp"
-	"fmt"
 	"slices"
 
 	"github.com/strandlab/strandlab/internal/cycle"
@@ -88,33 +87,33 @@ func strandingEpisodes(cycles []cycle.Cycle) (strandings []Stranding, episodes i
 	return strandings, episodes, rounds
 }
 
-// episodesOf is b's stranding episodes. A report written before episodes
+// Episodes is b's stranding episodes. A report written before episodes
 // were counted has stranded cycles but no episodes: each stranded cycle
 // then counts as its own episode (at least as many as there were).
-func episodesOf(b Build) int {
+func Episodes(b Build) int {
 	if b.StrandedEpisodes == 0 && b.Stranded > 0 {
 		return b.Stranded
 	}
 	return b.StrandedEpisodes
 }
 
-// episodeTrials is the cycles that could begin a stranding episode: all
+// EpisodeTrials is the cycles that could begin a stranding episode: all
 // but those that continued one (their volume was stranded before the
 // cycle began). Fisher's test of stranding episodes counts out of these
 // (docs/statistics.md).
-func episodeTrials(b Build) int {
-	return b.Cycles - (b.Stranded - episodesOf(b))
+func EpisodeTrials(b Build) int {
+	return b.Cycles - (b.Stranded - Episodes(b))
 }
 
 // EpisodeRate is b's rate of stranding episodes per cycle that could
 // begin one: the unit of the tests against the baseline and of the power
 // plan (docs/statistics.md). 0 when b ran no cycles.
 func EpisodeRate(b Build) float64 {
-	n := episodeTrials(b)
+	n := EpisodeTrials(b)
 	if n <= 0 {
 		return 0
 	}
-	return float64(episodesOf(b)) / float64(n)
+	return float64(Episodes(b)) / float64(n)
 }
 
 // setStrandedRates sets the stranded rate and its intervals from b's
@@ -128,20 +127,20 @@ func setStrandedRates(b *Build) {
 	lo, hi := stats.Wilson95(b.Stranded, b.Cycles)
 	b.StrandedRateCI95 = [2]float64{lo, hi}
 	b.StrandedRateCI95Rounds, b.StrandedRateCI95Runs = nil, nil
-	if r, ok := roundsRate(*b); ok {
+	if r, ok := RoundsRate(*b); ok {
 		b.StrandedRateCI95Rounds = &[2]float64{r.Low, r.High}
 	}
-	if r, ok := runsRate(*b); ok {
+	if r, ok := RunsRate(*b); ok {
 		b.StrandedRateCI95Runs = &[2]float64{r.Low, r.High}
 	}
 }
 
-// roundsRate is b's stranded rate with rounds as the unit. Rounds that a
+// RoundsRate is b's stranded rate with rounds as the unit. Rounds that a
 // stranding episode spans are one unit (the episode makes them dependent):
 // a round with a stranded cycle that continues an episode joins the unit
 // of the round before it, in the same run. ok is false when the rounds do
 // not account for every cycle or there are fewer than two units.
-func roundsRate(b Build) (stats.ClusteredRate, bool) {
+func RoundsRate(b Build) (stats.ClusteredRate, bool) {
 	if !roundsComplete(b) {
 		return stats.ClusteredRate{}, false
 	}
@@ -158,10 +157,10 @@ func roundsRate(b Build) (stats.ClusteredRate, bool) {
 	return c, err == nil
 }
 
-// runsRate is b's stranded rate with each run of a merged report as the
+// RunsRate is b's stranded rate with each run of a merged report as the
 // unit (its rounds summed); ok is false outside merged reports (no round
 // names a run) and with fewer than two runs.
-func runsRate(b Build) (stats.ClusteredRate, bool) {
+func RunsRate(b Build) (stats.ClusteredRate, bool) {
 	if !roundsComplete(b) || b.Rounds[0].RunID == "" {
 		return stats.ClusteredRate{}, false
 	}
@@ -188,21 +187,4 @@ func roundsComplete(b Build) bool {
 		stranded += r.Stranded
 	}
 	return cycles == b.Cycles && stranded == b.Stranded
-}
-
-// intervalText is an optional interval as "[low, high]", "–" when absent.
-func intervalText(ci *[2]float64) string {
-	if ci == nil {
-		return "–"
-	}
-	return fmt.Sprintf("[%.4f, %.4f]", finite(ci[0]), finite(ci[1]))
-}
-
-// continuesText is report.md's note on a stranding that continues an
-// episode begun in an earlier cycle.
-func continuesText(s Stranding) string {
-	if s.EpisodeCycle == s.Cycle {
-		return ""
-	}
-	return fmt.Sprintf("; continues the stranding episode of cycle %d (the volume was not listed on the node in between)", s.EpisodeCycle)
 }

@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"encoding/json"
@@ -11,6 +11,8 @@ import (
 	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/detector"
 	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/report/render"
 	"github.com/strandlab/strandlab/internal/stats"
 )
 
@@ -62,13 +64,13 @@ func TestStrandingEpisodes(t *testing.T) {
 		// episodeCycle: each stranding's EpisodeCycle, in cycle order.
 		episodeCycle []int
 		// rounds: cycles/stranded/episodes per round.
-		rounds []Round
+		rounds []report.Round
 	}{
 		{
 			name:     "same volume, ordinal and node, consecutive, never listed: one episode",
 			c:        churned{pods: 1, cycles: 3, stranded: map[int]strandedAt{0: v0("n1", never), 1: v0("n1", never)}},
 			episodes: 1, episodeCycle: []int{0, 0},
-			rounds: []Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1, Stranded: 1}, {Cycles: 1}},
+			rounds: []report.Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1, Stranded: 1}, {Cycles: 1}},
 		},
 		{
 			// Cycle 0's stranding began at 0m2s; the volume was last listed
@@ -76,33 +78,33 @@ func TestStrandingEpisodes(t *testing.T) {
 			name:     "listed before the first stranding only: one episode",
 			c:        churned{pods: 1, cycles: 2, stranded: map[int]strandedAt{0: v0("n1", time.Second), 1: v0("n1", time.Second)}},
 			episodes: 1, episodeCycle: []int{0, 0},
-			rounds: []Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1, Stranded: 1}},
+			rounds: []report.Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1, Stranded: 1}},
 		},
 		{
 			// Listed at 0m30s, after cycle 0's stranding began (0m2s).
 			name:     "listed in between: two episodes",
 			c:        churned{pods: 1, cycles: 2, stranded: map[int]strandedAt{0: v0("n1", never), 1: v0("n1", 30*time.Second)}},
 			episodes: 2, episodeCycle: []int{0, 1},
-			rounds: []Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1, Stranded: 1, Episodes: 1}},
+			rounds: []report.Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1, Stranded: 1, Episodes: 1}},
 		},
 		{
 			name:     "different node: two episodes",
 			c:        churned{pods: 1, cycles: 2, stranded: map[int]strandedAt{0: v0("n1", never), 1: v0("n2", never)}},
 			episodes: 2, episodeCycle: []int{0, 1},
-			rounds: []Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1, Stranded: 1, Episodes: 1}},
+			rounds: []report.Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1, Stranded: 1, Episodes: 1}},
 		},
 		{
 			name: "different volume: two episodes",
 			c: churned{pods: 1, cycles: 2, stranded: map[int]strandedAt{0: v0("n1", never),
 				1: {node: "n1", volume: "vol-1", lastListed: never}}},
 			episodes: 2, episodeCycle: []int{0, 1},
-			rounds: []Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1, Stranded: 1, Episodes: 1}},
+			rounds: []report.Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1, Stranded: 1, Episodes: 1}},
 		},
 		{
 			name:     "different ordinals, consecutive cycles: two episodes",
 			c:        churned{pods: 2, cycles: 2, stranded: map[int]strandedAt{0: v0("n1", never), 1: v0("n1", never)}},
 			episodes: 2, episodeCycle: []int{0, 1},
-			rounds: []Round{{Cycles: 2, Stranded: 2, Episodes: 2}},
+			rounds: []report.Round{{Cycles: 2, Stranded: 2, Episodes: 2}},
 		},
 		{
 			// web-0 strands in cycles 0 and 3 (rounds 0 and 1), web-1's and
@@ -110,25 +112,25 @@ func TestStrandingEpisodes(t *testing.T) {
 			name:     "the pod's next cycle, other pods in between: one episode",
 			c:        churned{pods: 3, cycles: 6, stranded: map[int]strandedAt{0: v0("n1", never), 3: v0("n1", never)}},
 			episodes: 1, episodeCycle: []int{0, 0},
-			rounds: []Round{{Cycles: 3, Stranded: 1, Episodes: 1}, {Cycles: 3, Stranded: 1}},
+			rounds: []report.Round{{Cycles: 3, Stranded: 1, Episodes: 1}, {Cycles: 3, Stranded: 1}},
 		},
 		{
 			name:     "a cycle of the pod that ran in between: two episodes",
 			c:        churned{pods: 1, cycles: 3, stranded: map[int]strandedAt{0: v0("n1", never), 2: v0("n1", never)}},
 			episodes: 2, episodeCycle: []int{0, 2},
-			rounds: []Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1}, {Cycles: 1, Stranded: 1, Episodes: 1}},
+			rounds: []report.Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1}, {Cycles: 1, Stranded: 1, Episodes: 1}},
 		},
 		{
 			name: "three in a row: one episode",
 			c: churned{pods: 1, cycles: 3, stranded: map[int]strandedAt{0: v0("n1", never), 1: v0("n1", never),
 				2: v0("n1", never)}},
 			episodes: 1, episodeCycle: []int{0, 0, 0},
-			rounds: []Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1, Stranded: 1}, {Cycles: 1, Stranded: 1}},
+			rounds: []report.Round{{Cycles: 1, Stranded: 1, Episodes: 1}, {Cycles: 1, Stranded: 1}, {Cycles: 1, Stranded: 1}},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := BuildFromCycles("stock", provenance.ControllerBuild{}, tc.c.result(), nil)
+			b := report.BuildFromCycles("stock", provenance.ControllerBuild{}, tc.c.result(), nil)
 			if b.Stranded != len(tc.c.stranded) || b.StrandedEpisodes != tc.episodes {
 				t.Errorf("stranded %d in %d episodes, want %d in %d", b.Stranded, b.StrandedEpisodes, len(tc.c.stranded), tc.episodes)
 			}
@@ -177,7 +179,7 @@ func TestRoundsInterval(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			b := BuildFromCycles("stock", provenance.ControllerBuild{}, tc.c.result(), nil)
+			b := report.BuildFromCycles("stock", provenance.ControllerBuild{}, tc.c.result(), nil)
 			if tc.units == nil {
 				if b.StrandedRateCI95Rounds != nil {
 					t.Errorf("rounds interval %v, want none", *b.StrandedRateCI95Rounds)
@@ -204,14 +206,14 @@ func TestRoundsInterval(t *testing.T) {
 func TestEpisodesAndRoundsInTheReport(t *testing.T) {
 	never := time.Duration(-1)
 	c := churned{pods: 3, cycles: 12, stranded: map[int]strandedAt{1: {"n1", "v", never}, 4: {"n1", "v", never}}}
-	stock := BuildFromCycles("stock", provenance.ControllerBuild{}, c.result(), nil)
-	fix := BuildFromCycles("fix", provenance.ControllerBuild{}, churned{pods: 3, cycles: 12}.result(), nil)
-	r := &Report{RunID: "r", Scenario: "s", Complete: true, Builds: []Build{stock, fix}}
+	stock := report.BuildFromCycles("stock", provenance.ControllerBuild{}, c.result(), nil)
+	fix := report.BuildFromCycles("fix", provenance.ControllerBuild{}, churned{pods: 3, cycles: 12}.result(), nil)
+	r := &report.Report{RunID: "r", Scenario: "s", Complete: true, Builds: []report.Build{stock, fix}}
 	js, err := json.Marshal(r)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Report
+	var back report.Report
 	if err := json.Unmarshal(js, &back); err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +233,8 @@ func TestEpisodesAndRoundsInTheReport(t *testing.T) {
 	// Rounds 0 and 1 are one unit (the episode spans them): units 6/2, 3/0, 3/0.
 	units, _ := stats.Clustered95([]stats.Unit{{Trials: 6, Events: 2}, {Trials: 3}, {Trials: 3}})
 	lo, hi := stats.Wilson95(2, 12)
-	md, cmpMD := Markdown(r), CompareMarkdown(r)
+	report.SetTests(r)
+	md, cmpMD := render.Markdown(r), render.CompareMarkdown(r)
 	checkContains(t, md, []string{
 		"| build | cycles | not running | stranded | episodes | rate (95% CI) | 95% CI, rounds as unit |",
 		fmt.Sprintf("| stock | 12 | 0 | 2 | 1 | 0.1667 [%.4f, %.4f] | [%.4f, %.4f] |", lo, hi, units.Low, units.High),
@@ -251,9 +254,11 @@ func TestEpisodesAndRoundsInTheReport(t *testing.T) {
 // 5 of 4,985; fix 0 of 5,000. P(all 5 in stock | 5) = C(4985,5)/C(9985,5)
 // = Π_{i<5} (4985-i)/(9985-i) = 0.0309: not the 9.4e-7 of 20 of 5,000.
 func TestStrandingTestCountsEpisodes(t *testing.T) {
-	stock := Build{Name: "stock", Cycles: 5000, Stranded: 20, StrandedEpisodes: 5}
-	fix := Build{Name: "fix", Cycles: 5000}
-	v := versus(fix, stock, stranding)
+	stock := report.Build{Name: "stock", Cycles: 5000, Stranded: 20, StrandedEpisodes: 5}
+	fix := report.Build{Name: "fix", Cycles: 5000}
+	r := &report.Report{Builds: []report.Build{stock, fix}}
+	report.SetTests(r)
+	v := r.Builds[1].VersusBaseline
 	want := 1.0
 	for i := range 5 {
 		want *= float64(4985-i) / float64(9985-i)

@@ -130,7 +130,7 @@ func Merge(inputs []MergeInput, opts MergeOptions) (*Report, error) {
 		out.Interrupted = out.Interrupted || r.Interrupted
 		out.Complete = out.Complete && r.Complete
 		if r.Interrupted || !r.Complete {
-			partial = append(partial, fmt.Sprintf("%s (%s)", r.RunID, runStatus(r)))
+			partial = append(partial, fmt.Sprintf("%s (%s)", r.RunID, r.Status()))
 		}
 		for _, b := range r.Builds {
 			p := pools[b.Name]
@@ -167,6 +167,7 @@ func Merge(inputs []MergeInput, opts MergeOptions) (*Report, error) {
 		notes = append(notes, "expectation: not carried over; each run's expect band is checked in its own report")
 	}
 	out.Notes = notes
+	SetTests(out)
 	return out, nil
 }
 
@@ -415,7 +416,7 @@ func (p *buildPool) add(x Build, runID string) {
 	b.CyclesNotRunning += x.CyclesNotRunning
 	b.Stranded += x.Stranded
 	// Episodes never span runs (each run has its own cluster), so they add.
-	b.StrandedEpisodes += episodesOf(x)
+	b.StrandedEpisodes += Episodes(x)
 	if x.Stranded > 0 && x.StrandedEpisodes == 0 {
 		p.noEpisodes = append(p.noEpisodes, runID)
 	}
@@ -572,30 +573,4 @@ func (p *buildPool) build() (Build, []string) {
 		AddRuntimeOps(&b, p.runtime)
 	}
 	return b, notes
-}
-
-// mergedMarkdown is the lines of report.md and compare.md that say a report
-// is merged: the runs and seeds pooled and the notes.
-func mergedMarkdown(r *Report) string {
-	if len(r.MergedFrom) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	seeds := make([]string, len(r.Seeds))
-	for i, s := range r.Seeds {
-		seeds[i] = fmt.Sprint(s)
-	}
-	fmt.Fprintf(&b, "- merged from %d runs: `%s`; seeds %s\n", len(r.MergedFrom), strings.Join(r.MergedFrom, "`, `"), strings.Join(seeds, ", "))
-	for _, n := range r.Notes {
-		fmt.Fprintf(&b, "- note: %s\n", n)
-	}
-	return b.String()
-}
-
-// ofRun names a merged report's stranding's run in report.md's heading.
-func ofRun(runID string) string {
-	if runID == "" {
-		return ""
-	}
-	return ", run `" + runID + "`"
 }

@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"encoding/json"
@@ -14,6 +14,8 @@ import (
 	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/detector"
 	"github.com/strandlab/strandlab/internal/provenance"
+	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/report/render"
 	"github.com/strandlab/strandlab/internal/runtimeops"
 	"github.com/strandlab/strandlab/internal/stats"
 )
@@ -30,8 +32,8 @@ var (
 // a pod's stranded cycles in a row are one episode), the others reach
 // Running in toRunning (10x that from the delete), on the old node when
 // sameNode; the churn takes n/rate seconds.
-func synthBuild(name string, prov provenance.ControllerBuild, n int, strandedAt []int, toRunning time.Duration, sameNode bool, rate float64) Build {
-	return BuildFromCycles(name, prov, synthCycles(n, strandedAt, toRunning, sameNode, rate), nil)
+func synthBuild(name string, prov provenance.ControllerBuild, n int, strandedAt []int, toRunning time.Duration, sameNode bool, rate float64) report.Build {
+	return report.BuildFromCycles(name, prov, synthCycles(n, strandedAt, toRunning, sameNode, rate), nil)
 }
 
 // synthCycles are synthBuild's cycles.
@@ -54,8 +56,8 @@ func synthCycles(n int, strandedAt []int, toRunning time.Duration, sameNode bool
 	return res
 }
 
-func synthReport(runID string, seed int64, builds ...Build) *Report {
-	return &Report{RunID: runID, Scenario: "seed-122413", Provider: "local", Seed: seed, KubernetesVersion: "v1.37.2",
+func synthReport(runID string, seed int64, builds ...report.Build) *report.Report {
+	return &report.Report{RunID: runID, Scenario: "seed-122413", Provider: "local", Seed: seed, KubernetesVersion: "v1.37.2",
 		ClusterStartSeconds: 6, StartedAt: t0, FinishedAt: t0.Add(time.Hour), Complete: true, Builds: builds,
 		Components: map[string]provenance.Component{
 			"etcd":                    {Name: "etcd", Version: "3.7.0"},
@@ -66,7 +68,7 @@ func synthReport(runID string, seed int64, builds ...Build) *Report {
 // twoRuns are two runs of 1,000 cycles per build: stock strands 2 (cycles
 // 10 and 500) and 1 (cycle 7), fix none; run a at 10 cycles/s, 100 ms to
 // Running, same node; run b at 5 cycles/s, 300 ms, moved.
-func twoRuns() []MergeInput {
+func twoRuns() []report.MergeInput {
 	a := synthReport("20261130-061347-seed-122413", 7,
 		synthBuild("stock", stockProv, 1000, []int{10, 500}, 100*time.Millisecond, true, 10),
 		synthBuild("fix", fixProv, 1000, nil, 100*time.Millisecond, true, 10))
@@ -75,20 +77,20 @@ func twoRuns() []MergeInput {
 		synthBuild("fix", fixProv, 1000, nil, 300*time.Millisecond, false, 5))
 	a.Builds[0].APIRequestsPerCycle = map[string]float64{"PATCH nodes/status": 2}
 	b.Builds[0].APIRequestsPerCycle = map[string]float64{"PATCH nodes/status": 4, "GET nodes": 1}
-	a.Builds[0].Proxy = ProxyStats{EventsDelayed: 10, MaxQueueDepth: 5}
-	b.Builds[0].Proxy = ProxyStats{EventsDelayed: 7, MaxQueueDepth: 9}
+	a.Builds[0].Proxy = report.ProxyStats{EventsDelayed: 10, MaxQueueDepth: 5}
+	b.Builds[0].Proxy = report.ProxyStats{EventsDelayed: 7, MaxQueueDepth: 9}
 	a.Builds[0].SafetyViolations = 1
-	a.Builds[0].SafetyFindings = []SafetyFinding{{Finding: detector.Finding{Kind: detector.ListedNotAttached, Since: t0}}}
-	a.Builds[0].Expectation = &Expectation{Met: true}
-	AddPhantomListings(&b.Builds[0], []SafetyFinding{{Finding: detector.Finding{Kind: detector.PhantomListing, Node: "n2", Since: t0}}})
+	a.Builds[0].SafetyFindings = []report.SafetyFinding{{Finding: detector.Finding{Kind: detector.ListedNotAttached, Since: t0}}}
+	a.Builds[0].Expectation = &report.Expectation{Met: true}
+	report.AddPhantomListings(&b.Builds[0], []report.SafetyFinding{{Finding: detector.Finding{Kind: detector.PhantomListing, Node: "n2", Since: t0}}})
 	b.ClusterStartSeconds = 8
 	b.StartedAt, b.FinishedAt = t0.Add(2*time.Hour), t0.Add(3*time.Hour)
-	return []MergeInput{{Path: "a/report.json", Report: a}, {Path: "b/report.json", Report: b}}
+	return []report.MergeInput{{Path: "a/report.json", Report: a}, {Path: "b/report.json", Report: b}}
 }
 
 func TestMergePoolsCounts(t *testing.T) {
 	now := time.Date(2026, 11, 30, 7, 8, 9, 0, time.FixedZone("CET", 3600))
-	m, err := Merge(twoRuns(), MergeOptions{Now: now})
+	m, err := report.Merge(twoRuns(), report.MergeOptions{Now: now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +99,7 @@ func TestMergePoolsCounts(t *testing.T) {
 	}
 	stock, fix := m.Builds[0], m.Builds[1]
 	wlo, whi := stats.Wilson95(3, 2000)
-	runs := func(ss []Stranding) (out []string) {
+	runs := func(ss []report.Stranding) (out []string) {
 		for _, s := range ss {
 			out = append(out, fmt.Sprintf("%d@%s", s.Cycle, s.RunID))
 		}
@@ -155,14 +157,14 @@ func TestMergePoolsCounts(t *testing.T) {
 func TestMergeExpect(t *testing.T) {
 	tests := []struct {
 		name       string
-		expect     func(Build) ([]string, bool)
-		wantStock  *Expectation
-		wantFix    *Expectation
+		expect     func(report.Build) ([]string, bool)
+		wantStock  *report.Expectation
+		wantFix    *report.Expectation
 		wantNoteOf string // prefix of the expectation note
 	}{
 		{name: "no bands: the runs' expectations are dropped", wantNoteOf: "expectation: not carried over"},
 		{name: "pooled counts held to the bands",
-			expect: func(b Build) ([]string, bool) {
+			expect: func(b report.Build) ([]string, bool) {
 				if b.Name == "stock" {
 					// stock pooled 3 of 2000: what the callback sees is the pool.
 					if b.Stranded != 3 || b.Cycles != 2000 {
@@ -172,16 +174,16 @@ func TestMergeExpect(t *testing.T) {
 				}
 				return []string{"stranded = 0, expected at least 1"}, true
 			},
-			wantStock: &Expectation{Met: true}, wantFix: &Expectation{Met: false, Unmet: []string{"stranded = 0, expected at least 1"}},
+			wantStock: &report.Expectation{Met: true}, wantFix: &report.Expectation{Met: false, Unmet: []string{"stranded = 0, expected at least 1"}},
 			wantNoteOf: "expectation: the scenario's expect band held to the pooled counts"},
 		{name: "a build without a band has no expectation",
-			expect:     func(b Build) ([]string, bool) { return nil, b.Name == "fix" },
-			wantFix:    &Expectation{Met: true},
+			expect:     func(b report.Build) ([]string, bool) { return nil, b.Name == "fix" },
+			wantFix:    &report.Expectation{Met: true},
 			wantNoteOf: "expectation: the scenario's expect band held to the pooled counts"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := Merge(twoRuns(), MergeOptions{Expect: tc.expect})
+			m, err := report.Merge(twoRuns(), report.MergeOptions{Expect: tc.expect})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -228,7 +230,7 @@ func TestMergeLatencies(t *testing.T) {
 			if tc.dropLog {
 				in[1].Report.Builds[0].CycleLog = nil
 			}
-			m, err := Merge(in, MergeOptions{})
+			m, err := report.Merge(in, report.MergeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -248,7 +250,7 @@ func TestMergeLatencies(t *testing.T) {
 			}
 			// fix keeps full logs either way: 1,000 cycles at 100 ms and
 			// 1,000 at 300 ms, nearest rank.
-			if f := m.Builds[1]; f.CreatedToRunningMS != (Percentiles{P50: 100, P99: 300}) || len(f.CycleLog) != 2000 {
+			if f := m.Builds[1]; f.CreatedToRunningMS != (report.Percentiles{P50: 100, P99: 300}) || len(f.CycleLog) != 2000 {
 				t.Errorf("fix attach %+v, %d logged cycles", f.CreatedToRunningMS, len(f.CycleLog))
 			}
 		})
@@ -258,60 +260,63 @@ func TestMergeLatencies(t *testing.T) {
 func TestMergeRefuses(t *testing.T) {
 	tests := []struct {
 		name         string
-		mutate       func(in []MergeInput) []MergeInput
+		mutate       func(in []report.MergeInput) []report.MergeInput
 		allowPartial bool
-		wantField    string    // a MergeConflict on this field; "" means none
+		wantField    string    // a report.MergeConflict on this field; "" means none
 		wantValues   [2]string // with wantField
 		wantErr      string    // substring of the error; "" with no field means success
-		wantPartial  bool      // errors.Is(err, ErrPartial)
+		wantPartial  bool      // errors.Is(err, report.ErrPartial)
 	}{
 		{name: "same scenario, builds, versions: merged", mutate: same},
-		{name: "different scenario", mutate: func(in []MergeInput) []MergeInput { in[1].Report.Scenario = "control"; return in },
+		{name: "different scenario", mutate: func(in []report.MergeInput) []report.MergeInput { in[1].Report.Scenario = "control"; return in },
 			wantField: "scenario", wantValues: [2]string{"seed-122413", "control"}},
-		{name: "a build's patch differs", mutate: func(in []MergeInput) []MergeInput {
+		{name: "a build's patch differs", mutate: func(in []report.MergeInput) []report.MergeInput {
 			in[1].Report.Builds[1].Provenance.PatchSHA256 = "0000"
 			return in
 		}, wantField: "builds[fix].provenance.patch_sha256", wantValues: [2]string{"b24f2a6b", "0000"}},
-		{name: "a build's module differs", mutate: func(in []MergeInput) []MergeInput {
+		{name: "a build's module differs", mutate: func(in []report.MergeInput) []report.MergeInput {
 			in[1].Report.Builds[0].Provenance.Module = "k8s.io/kubernetes@v1.36.0"
 			return in
 		}, wantField: "builds[stock].provenance.module", wantValues: [2]string{"k8s.io/kubernetes@v1.37.2", "k8s.io/kubernetes@v1.36.0"}},
-		{name: "a build in one report only", mutate: func(in []MergeInput) []MergeInput {
+		{name: "a build in one report only", mutate: func(in []report.MergeInput) []report.MergeInput {
 			in[1].Report.Builds = in[1].Report.Builds[:1]
 			return in
 		}, wantField: "builds", wantValues: [2]string{"fix,stock", "stock"}},
-		{name: "different kubernetes_version", mutate: func(in []MergeInput) []MergeInput { in[1].Report.KubernetesVersion = "v1.36.0"; return in },
+		{name: "different kubernetes_version", mutate: func(in []report.MergeInput) []report.MergeInput {
+			in[1].Report.KubernetesVersion = "v1.36.0"
+			return in
+		},
 			wantField: "kubernetes_version", wantValues: [2]string{"v1.37.2", "v1.36.0"}},
-		{name: "different provider", mutate: func(in []MergeInput) []MergeInput { in[1].Report.Provider = "kind"; return in },
+		{name: "different provider", mutate: func(in []report.MergeInput) []report.MergeInput { in[1].Report.Provider = "kind"; return in },
 			wantField: "provider", wantValues: [2]string{"local", "kind"}},
-		{name: "a component's version differs", mutate: func(in []MergeInput) []MergeInput {
+		{name: "a component's version differs", mutate: func(in []report.MergeInput) []report.MergeInput {
 			in[1].Report.Components["etcd"] = provenance.Component{Version: "3.6.0"}
 			return in
 		}, wantField: "components[etcd].version", wantValues: [2]string{"3.7.0", "3.6.0"}},
-		{name: "a component missing from one report", mutate: func(in []MergeInput) []MergeInput {
+		{name: "a component missing from one report", mutate: func(in []report.MergeInput) []report.MergeInput {
 			in[1].Report.Components["apiproxy"] = provenance.Component{Version: "strandlab"}
 			return in
 		}, wantField: "components[apiproxy].version", wantValues: [2]string{"(absent)", "strandlab"}},
-		{name: "incomplete report refused", mutate: func(in []MergeInput) []MergeInput { in[1].Report.Complete = false; return in },
+		{name: "incomplete report refused", mutate: func(in []report.MergeInput) []report.MergeInput { in[1].Report.Complete = false; return in },
 			wantErr: "b/report.json is a partial report (complete: false, interrupted: false)", wantPartial: true},
-		{name: "interrupted report refused", mutate: func(in []MergeInput) []MergeInput { in[0].Report.Interrupted = true; return in },
+		{name: "interrupted report refused", mutate: func(in []report.MergeInput) []report.MergeInput { in[0].Report.Interrupted = true; return in },
 			wantErr: "a/report.json is a partial report (complete: true, interrupted: true)", wantPartial: true},
-		{name: "incomplete report allowed with AllowPartial", mutate: func(in []MergeInput) []MergeInput { in[1].Report.Complete = false; return in },
+		{name: "incomplete report allowed with AllowPartial", mutate: func(in []report.MergeInput) []report.MergeInput { in[1].Report.Complete = false; return in },
 			allowPartial: true},
-		{name: "the same run twice", mutate: func(in []MergeInput) []MergeInput {
-			return []MergeInput{in[0], {Path: "latest/report.json", Report: in[0].Report}}
+		{name: "the same run twice", mutate: func(in []report.MergeInput) []report.MergeInput {
+			return []report.MergeInput{in[0], {Path: "latest/report.json", Report: in[0].Report}}
 		}, wantErr: "run 20261130-061347-seed-122413 is in both a/report.json and latest/report.json"},
-		{name: "one report", mutate: func(in []MergeInput) []MergeInput { return in[:1] }, wantErr: "at least two are needed"},
-		{name: "a report without builds", mutate: func(in []MergeInput) []MergeInput { in[1].Report.Builds = nil; return in },
+		{name: "one report", mutate: func(in []report.MergeInput) []report.MergeInput { return in[:1] }, wantErr: "at least two are needed"},
+		{name: "a report without builds", mutate: func(in []report.MergeInput) []report.MergeInput { in[1].Report.Builds = nil; return in },
 			wantErr: "b/report.json has no builds"},
-		{name: "a scenario that is not a directory name", mutate: func(in []MergeInput) []MergeInput {
+		{name: "a scenario that is not a directory name", mutate: func(in []report.MergeInput) []report.MergeInput {
 			in[0].Report.Scenario, in[1].Report.Scenario = "../x", "../x"
 			return in
 		}, wantErr: `scenario "../x" cannot name a report directory`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := Merge(tc.mutate(twoRuns()), MergeOptions{AllowPartial: tc.allowPartial})
+			m, err := report.Merge(tc.mutate(twoRuns()), report.MergeOptions{AllowPartial: tc.allowPartial})
 			if tc.wantField == "" && tc.wantErr == "" {
 				if err != nil || m == nil {
 					t.Fatalf("refused: %v", err)
@@ -321,7 +326,7 @@ func TestMergeRefuses(t *testing.T) {
 			if m != nil || err == nil {
 				t.Fatalf("merged, want a refusal")
 			}
-			var c *MergeConflict
+			var c *report.MergeConflict
 			if isConflict := errors.As(err, &c); isConflict != (tc.wantField != "") {
 				t.Fatalf("error %v: a MergeConflict %t, want %t", err, isConflict, tc.wantField != "")
 			}
@@ -338,23 +343,23 @@ func TestMergeRefuses(t *testing.T) {
 			if !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("error %q, want it to contain %q", err, tc.wantErr)
 			}
-			if errors.Is(err, ErrPartial) != tc.wantPartial {
+			if errors.Is(err, report.ErrPartial) != tc.wantPartial {
 				t.Errorf("error %v: ErrPartial %t, want %t", err, !tc.wantPartial, tc.wantPartial)
 			}
 		})
 	}
 }
 
-func same(in []MergeInput) []MergeInput { return in }
+func same(in []report.MergeInput) []report.MergeInput { return in }
 
 func TestMergeSeedsAndRuns(t *testing.T) {
-	third := func(seed int64) *Report {
+	third := func(seed int64) *report.Report {
 		return synthReport("20261130-070000-seed-122413", seed, synthBuild("stock", stockProv, 10, nil, time.Millisecond, true, 1),
 			synthBuild("fix", fixProv, 10, nil, time.Millisecond, true, 1))
 	}
 	tests := []struct {
 		name           string
-		inputs         func() []MergeInput
+		inputs         func() []report.MergeInput
 		allowPartial   bool
 		wantSeeds      []int64
 		wantSeed       int64
@@ -364,19 +369,19 @@ func TestMergeSeedsAndRuns(t *testing.T) {
 	}{
 		{name: "two seeds, sorted", inputs: twoRuns, wantSeeds: []int64{3, 7}, wantSeed: 7,
 			wantRuns: "20261130-061347-seed-122413,20261130-061721-seed-122413", wantComplete: true},
-		{name: "a repeated seed once", inputs: func() []MergeInput {
-			return append(twoRuns(), MergeInput{Path: "c/report.json", Report: third(7)})
+		{name: "a repeated seed once", inputs: func() []report.MergeInput {
+			return append(twoRuns(), report.MergeInput{Path: "c/report.json", Report: third(7)})
 		}, wantSeeds: []int64{3, 7}, wantSeed: 7,
 			wantRuns: "20261130-061347-seed-122413,20261130-061721-seed-122413,20261130-070000-seed-122413", wantComplete: true},
-		{name: "a merged report's seeds and runs are pooled, not its own", inputs: func() []MergeInput {
-			m, err := Merge(twoRuns(), MergeOptions{})
+		{name: "a merged report's seeds and runs are pooled, not its own", inputs: func() []report.MergeInput {
+			m, err := report.Merge(twoRuns(), report.MergeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			return []MergeInput{{Path: "c/report.json", Report: third(11)}, {Path: "m/report.json", Report: m}}
+			return []report.MergeInput{{Path: "c/report.json", Report: third(11)}, {Path: "m/report.json", Report: m}}
 		}, wantSeeds: []int64{3, 7, 11}, wantSeed: 11,
 			wantRuns: "20261130-070000-seed-122413,20261130-061347-seed-122413,20261130-061721-seed-122413", wantComplete: true},
-		{name: "a partial report pooled: not complete, noted", allowPartial: true, inputs: func() []MergeInput {
+		{name: "a partial report pooled: not complete, noted", allowPartial: true, inputs: func() []report.MergeInput {
 			in := twoRuns()
 			in[1].Report.Complete = false
 			return in
@@ -385,7 +390,7 @@ func TestMergeSeedsAndRuns(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			m, err := Merge(tc.inputs(), MergeOptions{AllowPartial: tc.allowPartial})
+			m, err := report.Merge(tc.inputs(), report.MergeOptions{AllowPartial: tc.allowPartial})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -412,20 +417,20 @@ func TestMergeSeedsAndRuns(t *testing.T) {
 // round trip, the tests against stock are computed from the pooled counts
 // and report.md says which runs it pools.
 func TestMergedReportWritten(t *testing.T) {
-	m, err := Merge(twoRuns(), MergeOptions{})
+	m, err := report.Merge(twoRuns(), report.MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	if err := Write(m, dir, ""); err != nil {
+	if err := render.Write(m, dir, ""); err != nil {
 		t.Fatal(err)
 	}
-	back, err := Read(filepath.Join(dir, "report.json"))
+	back, err := report.Read(filepath.Join(dir, "report.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := Markdown(back)
-	cmpMD := CompareMarkdown(back)
+	md := render.Markdown(back)
+	cmpMD := render.CompareMarkdown(back)
 	tests := []struct {
 		name      string
 		got, want any
@@ -435,12 +440,12 @@ func TestMergedReportWritten(t *testing.T) {
 		{"notes", len(back.Notes), len(m.Notes)},
 		{"stranding run id", back.Builds[0].Strandings[2].RunID, "20261130-061721-seed-122413"},
 		{"fix tested against the pooled stock", back.Builds[1].VersusBaseline != nil && back.Builds[1].VersusBaseline.PValue != nil &&
-			*back.Builds[1].VersusBaseline.PValue == *versus(back.Builds[1], back.Builds[0], stranding).PValue, true},
+			*back.Builds[1].VersusBaseline.PValue == *retested(back).Builds[1].VersusBaseline.PValue, true},
 		{"report.md names the runs", strings.Contains(md, "- merged from 2 runs: `20261130-061347-seed-122413`, `20261130-061721-seed-122413`; seeds 3, 7\n"), true},
 		{"report.md has the notes", strings.Contains(md, "- note: expectation: not carried over"), true},
 		{"report.md's stranding headings name the run", strings.Contains(md, "## Stranding: build stock, cycle 7, run `20261130-061721-seed-122413`"), true},
 		{"compare.md names the runs", strings.Contains(cmpMD, "- merged from 2 runs:"), true},
-		{"a run's report.md has no merge line", strings.Contains(Markdown(twoRuns()[0].Report), "merged from"), false},
+		{"a run's report.md has no merge line", strings.Contains(render.Markdown(twoRuns()[0].Report), "merged from"), false},
 	}
 	for _, tc := range tests {
 		if !equal(tc.got, tc.want) {
@@ -453,22 +458,22 @@ func TestMergedReportWritten(t *testing.T) {
 func TestMergeCoverageNotes(t *testing.T) {
 	tests := []struct {
 		name      string
-		mutate    func(b *Build) // run b's stock build
+		mutate    func(b *report.Build) // run b's stock build
 		wantRate  float64
 		wantPatch float64 // PATCH nodes/status per cycle
 		wantNote  string  // prefix of a note; "" means no coverage note
 	}{
-		{name: "every report has both", mutate: func(*Build) {}, wantRate: 2000.0 / 300, wantPatch: 3},
-		{name: "a report without request counts", mutate: func(b *Build) { b.APIRequestsPerCycle = map[string]float64{} },
+		{name: "every report has both", mutate: func(*report.Build) {}, wantRate: 2000.0 / 300, wantPatch: 3},
+		{name: "a report without request counts", mutate: func(b *report.Build) { b.APIRequestsPerCycle = map[string]float64{} },
 			wantRate: 2000.0 / 300, wantPatch: 2, wantNote: "build stock: api_requests_per_cycle covers 1000 of 2000 cycles"},
-		{name: "a report without a cycle rate", mutate: func(b *Build) { b.CyclesPerSecond = 0 },
+		{name: "a report without a cycle rate", mutate: func(b *report.Build) { b.CyclesPerSecond = 0 },
 			wantRate: 10, wantPatch: 3, wantNote: "build stock: cycles_per_second covers 1000 of 2000 cycles"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			in := twoRuns()
 			tc.mutate(&in[1].Report.Builds[0])
-			m, err := Merge(in, MergeOptions{})
+			m, err := report.Merge(in, report.MergeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -500,10 +505,10 @@ func TestMergeEpisodesAndRounds(t *testing.T) {
 	// episode) and web-2 in cycle 500; run b: web-1 in cycle 7.
 	resA := synthCycles(1000, []int{10, 13, 500}, time.Millisecond, true, 10)
 	resB := synthCycles(1000, []int{7}, time.Millisecond, true, 10)
-	inputs := func() []MergeInput {
-		return []MergeInput{
-			{Path: "a/report.json", Report: synthReport(runA, 7, BuildFromCycles("stock", stockProv, resA, nil))},
-			{Path: "b/report.json", Report: synthReport(runB, 3, BuildFromCycles("stock", stockProv, resB, nil))},
+	inputs := func() []report.MergeInput {
+		return []report.MergeInput{
+			{Path: "a/report.json", Report: synthReport(runA, 7, report.BuildFromCycles("stock", stockProv, resA, nil))},
+			{Path: "b/report.json", Report: synthReport(runB, 3, report.BuildFromCycles("stock", stockProv, resB, nil))},
 		}
 	}
 	// One report of both runs: b's cycles and rounds after a's.
@@ -513,14 +518,14 @@ func TestMergeEpisodesAndRounds(t *testing.T) {
 		c.Index, c.Round = c.Index+1000, c.Round+334
 		both.Cycles = append(both.Cycles, c)
 	}
-	one := BuildFromCycles("stock", stockProv, both, nil)
+	one := report.BuildFromCycles("stock", stockProv, both, nil)
 	runs, err := stats.Clustered95([]stats.Unit{{Trials: 1000, Events: 3}, {Trials: 1000, Events: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}
 
 	t.Run("pooled", func(t *testing.T) {
-		m, err := Merge(inputs(), MergeOptions{})
+		m, err := report.Merge(inputs(), report.MergeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -535,7 +540,7 @@ func TestMergeEpisodesAndRounds(t *testing.T) {
 			{"the same counts as one report of both", [2]int{b.Stranded, b.StrandedEpisodes}, [2]int{one.Stranded, one.StrandedEpisodes}},
 			{"rounds of both runs", len(b.Rounds), 668},
 			{"each round names its run", [2]string{b.Rounds[0].RunID, firstB.RunID}, [2]string{runA, runB}},
-			{"the rounds of the episode", [2]Round{b.Rounds[3], b.Rounds[4]}, [2]Round{{Cycles: 3, Stranded: 1, Episodes: 1, RunID: runA}, {Cycles: 3, Stranded: 1, RunID: runA}}},
+			{"the rounds of the episode", [2]report.Round{b.Rounds[3], b.Rounds[4]}, [2]report.Round{{Cycles: 3, Stranded: 1, Episodes: 1, RunID: runA}, {Cycles: 3, Stranded: 1, RunID: runA}}},
 			{"rounds interval as one report of both", b.StrandedRateCI95Rounds, one.StrandedRateCI95Rounds},
 			{"runs interval: each run one unit", b.StrandedRateCI95Runs, &[2]float64{runs.Low, runs.High}},
 			{"a stranding continuing an episode keeps its first cycle", [2]int{b.Strandings[1].Cycle, b.Strandings[1].EpisodeCycle}, [2]int{13, 10}},
@@ -551,7 +556,7 @@ func TestMergeEpisodesAndRounds(t *testing.T) {
 		if one.StrandedRateCI95Rounds == nil {
 			t.Error("one report of both has no rounds interval")
 		}
-		cmpMD := CompareMarkdown(m)
+		cmpMD := render.CompareMarkdown(m)
 		checkContains(t, cmpMD, []string{"| stranding episodes | 3 |",
 			fmt.Sprintf("| 95%% CI, runs as unit | [%.4f, %.4f], 2 units, design effect %.2f |", runs.Low, runs.High, runs.DesignEffect)}, nil)
 	})
@@ -560,7 +565,7 @@ func TestMergeEpisodesAndRounds(t *testing.T) {
 		in := inputs()
 		old := &in[1].Report.Builds[0]
 		old.StrandedEpisodes, old.Rounds, old.StrandedRateCI95Rounds = 0, nil, nil
-		m, err := Merge(in, MergeOptions{})
+		m, err := report.Merge(in, report.MergeOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -586,9 +591,9 @@ func TestMergeEpisodesAndRounds(t *testing.T) {
 func TestRuntimeOpsPooledAndTabled(t *testing.T) {
 	bounds := []float64{0.01, 0.1, 1}
 	in := twoRuns()
-	AddRuntimeOps(&in[0].Report.Builds[0], runtimeops.Ops{runtimeops.RunPodSandbox: {Bounds: bounds, Counts: []uint64{0, 3, 1, 0}}})
-	AddRuntimeOps(&in[1].Report.Builds[0], runtimeops.Ops{runtimeops.RunPodSandbox: {Bounds: bounds, Counts: []uint64{0, 1, 3, 0}}})
-	m, err := Merge(in, MergeOptions{})
+	report.AddRuntimeOps(&in[0].Report.Builds[0], runtimeops.Ops{runtimeops.RunPodSandbox: {Bounds: bounds, Counts: []uint64{0, 3, 1, 0}}})
+	report.AddRuntimeOps(&in[1].Report.Builds[0], runtimeops.Ops{runtimeops.RunPodSandbox: {Bounds: bounds, Counts: []uint64{0, 1, 3, 0}}})
+	m, err := report.Merge(in, report.MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -596,14 +601,14 @@ func TestRuntimeOpsPooledAndTabled(t *testing.T) {
 	if got.Count != 8 || !slices.Equal(got.Histogram.Counts, []uint64{0, 4, 4, 0}) || math.Abs(got.P50MS-100) > 1e-6 {
 		t.Errorf("pooled run_podsandbox %+v; want 8 operations, counts [0 4 4 0], p50 100 ms", got)
 	}
-	if md := Markdown(m); !strings.Contains(md, "## The container runtime") || !strings.Contains(md, "| stock | run_podsandbox | 8 | 100 / ") {
+	if md := render.Markdown(m); !strings.Contains(md, "## The container runtime") || !strings.Contains(md, "| stock | run_podsandbox | 8 | 100 / ") {
 		t.Errorf("report.md lacks the runtime table:\n%s", md)
 	}
 
 	in = twoRuns()
-	AddRuntimeOps(&in[0].Report.Builds[0], runtimeops.Ops{runtimeops.RunPodSandbox: {Bounds: bounds, Counts: []uint64{0, 3, 1, 0}}})
-	AddRuntimeOps(&in[1].Report.Builds[0], runtimeops.Ops{runtimeops.RunPodSandbox: {Bounds: []float64{1}, Counts: []uint64{1, 0}}})
-	m, err = Merge(in, MergeOptions{})
+	report.AddRuntimeOps(&in[0].Report.Builds[0], runtimeops.Ops{runtimeops.RunPodSandbox: {Bounds: bounds, Counts: []uint64{0, 3, 1, 0}}})
+	report.AddRuntimeOps(&in[1].Report.Builds[0], runtimeops.Ops{runtimeops.RunPodSandbox: {Bounds: []float64{1}, Counts: []uint64{1, 0}}})
+	m, err = report.Merge(in, report.MergeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,23 +621,48 @@ func TestRuntimeOpsPooledAndTabled(t *testing.T) {
 func TestMergeRefusesImpossibleCounts(t *testing.T) {
 	tests := []struct {
 		name   string
-		mutate func(b *Build)
+		mutate func(b *report.Build)
 		want   string
 	}{
-		{"negative cycles", func(b *Build) { b.Cycles = -1 }, "builds[stock].cycles: -1 is negative"},
-		{"negative safety violations", func(b *Build) { b.SafetyViolations = -2 }, "builds[stock].safety_violations: -2 is negative"},
-		{"more stranded than cycles", func(b *Build) { b.Stranded = b.Cycles + 1 }, "builds[stock].stranded: 1001 is more than its 1000 cycles"},
-		{"more not Running than cycles", func(b *Build) { b.CyclesNotRunning = b.Cycles + 1 }, "builds[stock].cycles_not_running: 1001"},
-		{"more episodes than stranded", func(b *Build) { b.StrandedEpisodes = b.Stranded + 1 }, "builds[stock].stranded_episodes"},
+		{"negative cycles", func(b *report.Build) { b.Cycles = -1 }, "builds[stock].cycles: -1 is negative"},
+		{"negative safety violations", func(b *report.Build) { b.SafetyViolations = -2 }, "builds[stock].safety_violations: -2 is negative"},
+		{"more stranded than cycles", func(b *report.Build) { b.Stranded = b.Cycles + 1 }, "builds[stock].stranded: 1001 is more than its 1000 cycles"},
+		{"more not Running than cycles", func(b *report.Build) { b.CyclesNotRunning = b.Cycles + 1 }, "builds[stock].cycles_not_running: 1001"},
+		{"more episodes than stranded", func(b *report.Build) { b.StrandedEpisodes = b.Stranded + 1 }, "builds[stock].stranded_episodes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			in := twoRuns()
 			tc.mutate(&in[1].Report.Builds[0])
-			_, err := Merge(in, MergeOptions{})
+			_, err := report.Merge(in, report.MergeOptions{})
 			if err == nil || !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), in[1].Path) {
 				t.Errorf("Merge = %v, want an error naming %s and %q", err, in[1].Path, tc.want)
 			}
 		})
+	}
+}
+
+// retested is a copy of r with its tests against the baseline computed
+// again from its counts.
+func retested(r *report.Report) *report.Report {
+	c := *r
+	c.Builds = slices.Clone(r.Builds)
+	report.SetTests(&c)
+	return &c
+}
+
+// checkContains fails for every want missing from got and every notWant in
+// it (render's tests have their own: these are another package's).
+func checkContains(t *testing.T, got string, want, notWant []string) {
+	t.Helper()
+	for _, w := range want {
+		if !strings.Contains(got, w) {
+			t.Errorf("missing %q in:\n%s", w, got)
+		}
+	}
+	for _, w := range notWant {
+		if strings.Contains(got, w) {
+			t.Errorf("unexpected %q in:\n%s", w, got)
+		}
 	}
 }

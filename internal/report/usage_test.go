@@ -1,4 +1,4 @@
-package report
+package report_test
 
 import (
 	"encoding/json"
@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/usage"
 )
 
@@ -30,8 +31,8 @@ func TestAddUsage(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := Build{Cycles: tt.cycles}
-			AddUsage(&b, tt.cpu, mem)
+			b := report.Build{Cycles: tt.cycles}
+			report.AddUsage(&b, tt.cpu, mem)
 			if !maps.EqualFunc(b.CPUSecondsPerCycle, tt.wantCPU, func(x, y float64) bool { return math.Abs(x-y) < 1e-12 }) ||
 				(b.CPUSecondsPerCycle == nil) != (tt.wantCPU == nil) {
 				t.Errorf("cpu_seconds_per_cycle = %v, want %v", b.CPUSecondsPerCycle, tt.wantCPU)
@@ -60,8 +61,8 @@ func TestAddRequestsByClient(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := Build{Cycles: tt.cycles}
-			AddRequestsByClient(&b, tt.requests)
+			b := report.Build{Cycles: tt.cycles}
+			report.AddRequestsByClient(&b, tt.requests)
 			if !maps.Equal(b.APIRequestsPerCycleByClient, tt.want) || (b.APIRequestsPerCycleByClient == nil) != (tt.want == nil) {
 				t.Errorf("api_requests_per_cycle_by_client = %v, want %v", b.APIRequestsPerCycleByClient, tt.want)
 			}
@@ -72,10 +73,10 @@ func TestAddRequestsByClient(t *testing.T) {
 // The new figures are report.json fields under their contract names, and
 // absent (not empty) from a report that has none (kind, existing).
 func TestUsageFieldsInTheJSON(t *testing.T) {
-	b := Build{Name: "stock", Cycles: 10}
-	AddUsage(&b, map[string]float64{"etcd": 1, usage.Harness: 1}, map[string]usage.Peak{"etcd": {SumMiB: 50, MaxProcessMiB: 50, Processes: 1}})
-	AddRequestsByClient(&b, map[string]float64{"kube-scheduler": 20})
-	data, err := json.Marshal(Report{Builds: []Build{b, {Name: "fix"}}})
+	b := report.Build{Name: "stock", Cycles: 10}
+	report.AddUsage(&b, map[string]float64{"etcd": 1, usage.Harness: 1}, map[string]usage.Peak{"etcd": {SumMiB: 50, MaxProcessMiB: 50, Processes: 1}})
+	report.AddRequestsByClient(&b, map[string]float64{"kube-scheduler": 20})
+	data, err := json.Marshal(report.Report{Builds: []report.Build{b, {Name: "fix"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,64 +103,10 @@ func TestUsageFieldsInTheJSON(t *testing.T) {
 	}
 }
 
-func TestCompareMarkdownResources(t *testing.T) {
-	withUsage := twoBuilds()
-	for i, scale := range []float64{1, 2} {
-		b := &withUsage.Builds[i]
-		AddUsage(b, map[string]float64{"etcd": scale, "kube-apiserver": 3 * scale, usage.Harness: 1},
-			map[string]usage.Peak{"etcd": {SumMiB: 60, MaxProcessMiB: 60, Processes: 1}, "kubelet-sim": {SumMiB: 240, MaxProcessMiB: 35, Processes: 8}})
-		AddRequestsByClient(b, map[string]float64{"kube-controller-manager": 70 * scale, "harness": 10})
-	}
-	withUsage.Builds[1].MemoryPeakMiB = map[string]usage.Peak{"etcd": {SumMiB: 61, MaxProcessMiB: 61, Processes: 1}}
-	tests := []struct {
-		name    string
-		r       *Report
-		want    []string
-		notWant []string
-	}{
-		{
-			name: "figures per build, ratios to stock",
-			r:    withUsage,
-			want: []string{
-				"| API requests per cycle, all clients | 8.00 | 15.00 |",
-				"| CPU seconds per cycle, all components | 0.5000 | 0.9000 |",
-				"| harness share of the CPU | 20.0% | 11.1% |",
-				"## API requests per cycle by client",
-				"| client | stock | fix | fix/stock |",
-				"| harness | 1.00 | 1.00 | 1.00 |\n| kube-controller-manager | 7.00 | 14.00 | 2.00 |\n| **total** | 8.00 | 15.00 | 1.88 |",
-				"## CPU seconds per cycle by component",
-				"| etcd | 0.1000 | 0.2000 | 2.00 |\n| harness | 0.1000 | 0.1000 | 1.00 |\n| kube-apiserver | 0.3000 | 0.6000 | 2.00 |\n| **total** | 0.5000 | 0.9000 | 1.80 |",
-				"## Peak memory (MiB) by component",
-				"| etcd | 60 | 61 |\n| kubelet-sim | 240 (8 processes, largest 35) | – |",
-			},
-		},
-		{
-			name:    "a report without them has no such rows or sections",
-			r:       twoBuilds(),
-			notWant: []string{"all clients", "all components", "harness share", "by client", "by component", "Peak memory"},
-		},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			md := CompareMarkdown(tt.r)
-			for _, w := range tt.want {
-				if !strings.Contains(md, w) {
-					t.Errorf("compare.md lacks %q:\n%s", w, md)
-				}
-			}
-			for _, w := range tt.notWant {
-				if strings.Contains(md, w) {
-					t.Errorf("compare.md has %q:\n%s", w, md)
-				}
-			}
-		})
-	}
-}
-
 func TestMergePoolsUsage(t *testing.T) {
 	tests := []struct {
 		name       string
-		mutate     func(a, b *Build) // the two runs' stock builds
+		mutate     func(a, b *report.Build) // the two runs' stock builds
 		wantCPU    map[string]float64
 		wantShare  float64
 		wantClient map[string]float64
@@ -168,7 +115,7 @@ func TestMergePoolsUsage(t *testing.T) {
 	}{
 		{
 			name: "cycle-weighted means, recomputed share, the larger peak",
-			mutate: func(a, b *Build) {
+			mutate: func(a, b *report.Build) {
 				a.Cycles, b.Cycles = 1000, 3000 // weights 1:3
 				a.CPUSecondsPerCycle = map[string]float64{"etcd": 0.1, usage.Harness: 0.1}
 				b.CPUSecondsPerCycle = map[string]float64{"etcd": 0.3, usage.Harness: 0.1, "kube-apiserver": 0.4}
@@ -185,7 +132,7 @@ func TestMergePoolsUsage(t *testing.T) {
 		},
 		{
 			name: "one report without them: over the other's cycles, with notes",
-			mutate: func(a, b *Build) {
+			mutate: func(a, b *report.Build) {
 				a.CPUSecondsPerCycle = map[string]float64{"etcd": 0.2}
 				a.APIRequestsPerCycleByClient = map[string]float64{"harness": 4}
 			},
@@ -198,14 +145,14 @@ func TestMergePoolsUsage(t *testing.T) {
 		},
 		{
 			name:   "none has them",
-			mutate: func(a, b *Build) {},
+			mutate: func(a, b *report.Build) {},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			in := twoRuns()
 			tt.mutate(&in[0].Report.Builds[0], &in[1].Report.Builds[0])
-			m, err := Merge(in, MergeOptions{})
+			m, err := report.Merge(in, report.MergeOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}

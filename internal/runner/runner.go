@@ -28,6 +28,7 @@ import (
 	"github.com/strandlab/strandlab/internal/pinning"
 	"github.com/strandlab/strandlab/internal/provenance"
 	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/report/render"
 	"github.com/strandlab/strandlab/internal/scenario"
 	"github.com/strandlab/strandlab/internal/timeline"
 	"github.com/strandlab/strandlab/internal/workload"
@@ -200,7 +201,8 @@ func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, erro
 	}
 	save := func() error {
 		rep.FinishedAt = time.Now().UTC()
-		return report.Write(rep, reportDir, latest)
+		report.SetTests(rep)
+		return render.Write(rep, reportDir, latest)
 	}
 	if err := save(); err != nil {
 		return "", fmt.Errorf("write report: %w", err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/strandlab/strandlab/internal/cycle"
 	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/report/render"
 )
 
 func TestParseSeeds(t *testing.T) {
@@ -57,7 +58,7 @@ func calibrationReport(t *testing.T, dir, provider string, seed int64, stranded 
 	r := &report.Report{RunID: provider + "-" + string(rune('0'+seed)), Scenario: "seed-122413", Provider: provider, Seed: seed, Complete: true,
 		Builds: []report.Build{b}}
 	d := filepath.Join(dir, r.RunID)
-	if err := report.Write(r, d, ""); err != nil {
+	if err := render.Write(r, d, ""); err != nil {
 		t.Fatal(err)
 	}
 	return d
@@ -72,7 +73,7 @@ func TestCalibrateTablesWrittenReports(t *testing.T) {
 	}
 	// A run interrupted while its cluster started measured nothing: not a run of the table.
 	empty := filepath.Join(in, "interrupted")
-	if err := report.Write(&report.Report{RunID: "interrupted", Scenario: "seed-122413", Provider: "local", Seed: 4, Interrupted: true}, empty, ""); err != nil {
+	if err := render.Write(&report.Report{RunID: "interrupted", Scenario: "seed-122413", Provider: "local", Seed: 4, Interrupted: true}, empty, ""); err != nil {
 		t.Fatal(err)
 	}
 	reports = append(reports, empty)

@@ -32,6 +32,7 @@ import (
 	"github.com/strandlab/strandlab/internal/kcmbuild"
 	"github.com/strandlab/strandlab/internal/ownership"
 	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/report/render"
 	"github.com/strandlab/strandlab/internal/runner"
 	"github.com/strandlab/strandlab/internal/scenario"
 	"github.com/strandlab/strandlab/internal/upstream"
@@ -222,7 +223,7 @@ anything is touched. See docs/existing.md.`,
 				if dir != "" {
 					dirs = append(dirs, dir)
 					if rep, rerr := report.Read(filepath.Join(dir, "report.json")); rerr == nil {
-						fmt.Fprintf(os.Stderr, "\n%s\n%s", sc.Name, report.Table(rep))
+						fmt.Fprintf(os.Stderr, "\n%s\n%s", sc.Name, render.Table(rep))
 					}
 				}
 				if ctx.Err() != nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/report/render"
 	"github.com/strandlab/strandlab/internal/scenario"
 	"github.com/strandlab/strandlab/internal/upstream"
 )
@@ -150,10 +151,10 @@ func mergeReports(paths []string, o mergeOptions, stdout, stderr io.Writer) (str
 		return "", fmt.Errorf("create the merged report's directory: %w", err)
 	}
 	rep.RunID = id
-	if err := report.Write(rep, dir, filepath.Join(o.output, "reports", "latest")); err != nil {
+	if err := render.Write(rep, dir, filepath.Join(o.output, "reports", "latest")); err != nil {
 		return "", fmt.Errorf("write the merged report: %w", err)
 	}
-	fmt.Fprintf(stderr, "%s: %d runs pooled (seeds %s)\n%s", rep.Scenario, len(rep.MergedFrom), seedList(rep.Seeds), report.Table(rep))
+	fmt.Fprintf(stderr, "%s: %d runs pooled (seeds %s)\n%s", rep.Scenario, len(rep.MergedFrom), seedList(rep.Seeds), render.Table(rep))
 	for _, n := range rep.Notes {
 		fmt.Fprintln(stderr, "note:", n)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/strandlab/strandlab/internal/provenance"
 	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/report/render"
 )
 
 // writeRunReport writes a run's report directory with report.Write, as a
@@ -33,7 +34,7 @@ func writeRunReport(t *testing.T, runID, scenario string, seed int64, complete b
 			build("fix", provenance.ControllerBuild{Module: "k8s.io/kubernetes@v1.37.2", Patch: "fix", PatchSHA256: "b24f"}, fix),
 		}}
 	dir := filepath.Join(t.TempDir(), "reports", runID)
-	if err := report.Write(r, dir, ""); err != nil {
+	if err := render.Write(r, dir, ""); err != nil {
 		t.Fatal(err)
 	}
 	return dir
@@ -93,7 +94,7 @@ func TestMergeCommand(t *testing.T) {
 			if path != want || lines[len(lines)-1] != want {
 				t.Errorf("printed %q (returned %s), want the last line %s", stdout.String(), path, want)
 			}
-			for _, f := range []string{"report.md", report.CompareMarkdownFile, report.ComparePlotFile} {
+			for _, f := range []string{"report.md", render.CompareMarkdownFile, render.ComparePlotFile} {
 				if _, err := os.Stat(filepath.Join(filepath.Dir(want), f)); err != nil {
 					t.Errorf("merged %s: %v", f, err)
 				}
@@ -252,7 +253,7 @@ func TestMergeCheck(t *testing.T) {
 					t.Errorf("%s: expectation %+v, want met %t", b.Name, b.Expectation, tc.wantExpect[i])
 				}
 			}
-			md, rerr := os.ReadFile(filepath.Join(filepath.Dir(path), report.CompareMarkdownFile))
+			md, rerr := os.ReadFile(filepath.Join(filepath.Dir(path), render.CompareMarkdownFile))
 			if rerr != nil {
 				t.Fatal(rerr)
 			}
@@ -294,7 +295,7 @@ func TestMergeDirectoryOfReports(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := report.Write(r, filepath.Join(shards, runID), filepath.Join(shards, "latest")); err != nil {
+		if err := render.Write(r, filepath.Join(shards, runID), filepath.Join(shards, "latest")); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -335,7 +336,7 @@ func TestMergeDirectoryOfReports(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := report.Write(r, filepath.Join(one, r.RunID), filepath.Join(one, "latest")); err != nil {
+	if err := render.Write(r, filepath.Join(one, r.RunID), filepath.Join(one, "latest")); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := mergeReports([]string{one}, mergeOptions{output: output, now: now}, &stdout, &stderr); err == nil ||

@@ -8,24 +8,25 @@ import (
 
 	"github.com/strandlab/strandlab/internal/provenance"
 	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/report/render"
 )
 
 func TestPlan(t *testing.T) {
 	dir := t.TempDir()
 	withStock := &report.Report{Scenario: "soak", Complete: true, Components: map[string]provenance.Component{}, Builds: []report.Build{
 		{Name: "stock", Cycles: 1000, Stranded: 1, StrandedRate: 0.001}, {Name: "fix", Cycles: 1000}}}
-	if err := report.Write(withStock, filepath.Join(dir, "a"), ""); err != nil {
+	if err := render.Write(withStock, filepath.Join(dir, "a"), ""); err != nil {
 		t.Fatal(err)
 	}
 	// 20 stranded cycles in 5 episodes out of 5,000: the rate of episodes
 	// is 5 per 4,985 cycles that could begin one (docs/statistics.md).
 	episodes := &report.Report{Scenario: "soak", Complete: true, Components: map[string]provenance.Component{}, Builds: []report.Build{
 		{Name: "stock", Cycles: 5000, Stranded: 20, StrandedEpisodes: 5, StrandedRate: 0.004}}}
-	if err := report.Write(episodes, filepath.Join(dir, "c"), ""); err != nil {
+	if err := render.Write(episodes, filepath.Join(dir, "c"), ""); err != nil {
 		t.Fatal(err)
 	}
 	noStrandings := &report.Report{Scenario: "soak", Complete: true, Components: map[string]provenance.Component{}, Builds: []report.Build{{Name: "stock", Cycles: 10}}}
-	if err := report.Write(noStrandings, filepath.Join(dir, "b"), ""); err != nil {
+	if err := render.Write(noStrandings, filepath.Join(dir, "b"), ""); err != nil {
 		t.Fatal(err)
 	}
 	soak := "../../scenarios/soak.yaml" // churn.cycles: 5000

@@ -1,8 +1,7 @@
-package report
+package render
 
 import (
 	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"image"
@@ -14,13 +13,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/stats"
+	"github.com/strandlab/strandlab/internal/usage"
 )
 
 // build is a Build with n cycles, k of them stranded, and its interval.
-func build(name string, k, n int, req map[string]float64) Build {
-	b := Build{Name: name, Cycles: n, Stranded: k, APIRequestsPerCycle: req,
-		CreatedToRunningMS: Percentiles{P50: 850, P99: 2400}, DeleteToRunningMS: Percentiles{P50: 1900, P99: 5200},
+func build(name string, k, n int, req map[string]float64) report.Build {
+	b := report.Build{Name: name, Cycles: n, Stranded: k, APIRequestsPerCycle: req,
+		CreatedToRunningMS: report.Percentiles{P50: 850, P99: 2400}, DeleteToRunningMS: report.Percentiles{P50: 1900, P99: 5200},
 		CyclesPerSecond: 0.5}
 	if n > 0 {
 		b.StrandedRate = float64(k) / float64(n)
@@ -30,8 +31,8 @@ func build(name string, k, n int, req map[string]float64) Build {
 	return b
 }
 
-func twoBuilds() *Report {
-	return &Report{RunID: "20261129-120000", Scenario: "default", Seed: 42, Complete: true, Builds: []Build{
+func twoBuilds() *report.Report {
+	return &report.Report{RunID: "20261129-120000", Scenario: "default", Seed: 42, Complete: true, Builds: []report.Build{
 		build("stock", 3, 10, map[string]float64{"PATCH nodes/status": 2, "GET volumeattachments": 4, "LIST pods": 0.5}),
 		build("fix", 0, 10, map[string]float64{"PATCH nodes/status": 3, "GET volumeattachments": 4, "WATCH csinodes": 0.1}),
 	}}
@@ -48,11 +49,11 @@ func TestCompareMarkdown(t *testing.T) {
 	inProgress.Complete = false
 	failed := twoBuilds()
 	failed.Complete, failed.Failure, failed.FailedDuring = false, "build stock: start cluster: no Ready nodes", "cluster start"
-	zero := &Report{RunID: "r0", Scenario: "s", Complete: true, Builds: []Build{build("stock", 0, 0, nil)}}
+	zero := &report.Report{RunID: "r0", Scenario: "s", Complete: true, Builds: []report.Build{build("stock", 0, 0, nil)}}
 
 	tests := []struct {
 		name    string
-		r       *Report
+		r       *report.Report
 		want    []string
 		notWant []string
 	}{
@@ -95,7 +96,7 @@ func TestCompareMarkdown(t *testing.T) {
 		},
 		{
 			name: "one build",
-			r:    &Report{RunID: "r1", Scenario: "soak", Seed: 7, Complete: true, Builds: []Build{build("fix", 0, 200, map[string]float64{"GET nodes": 1})}},
+			r:    &report.Report{RunID: "r1", Scenario: "soak", Seed: 7, Complete: true, Builds: []report.Build{build("fix", 0, 200, map[string]float64{"GET nodes": 1})}},
 			want: []string{
 				"|  | fix |\n|---|---:|\n",
 				"| cycles | 200 |",
@@ -135,10 +136,10 @@ func TestCompareMarkdown(t *testing.T) {
 		},
 		{
 			name: "verdict against stock",
-			r: &Report{Complete: true, Builds: []Build{
+			r: &report.Report{Complete: true, Builds: []report.Build{
 				build("stock", 40, 100, nil), build("fix", 0, 100, nil),
 				{Name: "retry-empty-patch", Cycles: 100, Stranded: 0, SafetyViolations: 2, StrandedRateCI95: [2]float64{0, 0.037},
-					Expectation: &Expectation{Met: false, Unmet: []string{"safety_violations 2 > 0"}}},
+					Expectation: &report.Expectation{Met: false, Unmet: []string{"safety_violations 2 > 0"}}},
 			}},
 			want: []string{
 				// 0/100 vs 40/100: P(all 40 in stock | 40) = C(100,40)/C(200,40) = 6.7e-15.
@@ -149,6 +150,7 @@ func TestCompareMarkdown(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			report.SetTests(tc.r)
 			got := CompareMarkdown(tc.r)
 			checkContains(t, got, tc.want, tc.notWant)
 			if again := CompareMarkdown(tc.r); again != got {
@@ -159,7 +161,7 @@ func TestCompareMarkdown(t *testing.T) {
 }
 
 // withSafety is b with v safety violations.
-func withSafety(b Build, v int) Build {
+func withSafety(b report.Build, v int) report.Build {
 	b.SafetyViolations = v
 	return b
 }
@@ -171,14 +173,14 @@ func withSafety(b Build, v int) Build {
 func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 	tests := []struct {
 		name    string
-		builds  []Build
+		builds  []report.Build
 		want    []string
 		notWant []string
 	}{
 		{
 			// C(5000,5)/C(10000,5) = 0.0312 > 0.01: no evidence at α = 0.01.
 			name:   "stock 5/5000 vs fix 0/5000",
-			builds: []Build{build("stock", 5, 5000, nil), build("fix", 0, 5000, nil)},
+			builds: []report.Build{build("stock", 5, 5000, nil), build("fix", 0, 5000, nil)},
 			want: []string{
 				"## Tests against stock\n",
 				"at α = 0.01",
@@ -192,7 +194,7 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 		{
 			// C(5000,20)/C(10000,20) = 9.357e-7 <= 0.01.
 			name:   "stock 20/5000 vs fix 0/5000",
-			builds: []Build{build("stock", 20, 5000, nil), build("fix", 0, 5000, nil)},
+			builds: []report.Build{build("stock", 20, 5000, nil), build("fix", 0, 5000, nil)},
 			want: []string{
 				"| fix | 0/5000 vs 20/5000 | fisher-exact one-sided (fewer stranding episodes) | 9.4e-7 | fix strands less than stock, p = 9.4e-7 |",
 				"; Fisher exact test: fix strands less than stock, p = 9.4e-7; no safety violations",
@@ -202,7 +204,7 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 		{
 			// The opposite one-sided test names a build that strands more.
 			name:   "a build that strands more",
-			builds: []Build{build("stock", 0, 5000, nil), build("regress", 20, 5000, nil)},
+			builds: []report.Build{build("stock", 0, 5000, nil), build("regress", 20, 5000, nil)},
 			want: []string{
 				"| regress | 20/5000 vs 0/5000 | fisher-exact one-sided (more stranding episodes) | 9.4e-7 | regress strands more than stock, p = 9.4e-7 |",
 				"; Fisher exact test: regress strands more than stock, p = 9.4e-7",
@@ -213,7 +215,7 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 			// vs 0/100 leans towards more, C(100,2)/C(200,2) = 0.25; 7 in 5
 			// cycles is not a count of cycles.
 			name: "safety violations",
-			builds: []Build{build("stock", 0, 100, nil), withSafety(build("retry", 0, 100, nil), 12),
+			builds: []report.Build{build("stock", 0, 100, nil), withSafety(build("retry", 0, 100, nil), 12),
 				withSafety(build("mild", 0, 100, nil), 2), withSafety(build("busy", 0, 5, nil), 7)},
 			want: []string{
 				"| retry | 0/100 vs 0/100 | fisher-exact one-sided (fewer stranding episodes) | 1 | no evidence either way (p = 1) |" +
@@ -226,7 +228,7 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 		},
 		{
 			name:   "a build with no cycles yet",
-			builds: []Build{build("stock", 3, 50, nil), build("fix", 0, 0, nil)},
+			builds: []report.Build{build("stock", 3, 50, nil), build("fix", 0, 0, nil)},
 			want: []string{
 				"| fix | 0/0 vs 3/50 | fisher-exact one-sided (fewer stranding episodes) | – | not tested: fix has run no cycles |",
 				"- `fix`: no cycles run yet\n",
@@ -234,148 +236,39 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 		},
 		{
 			name:   "stock alone",
-			builds: []Build{build("stock", 3, 50, nil)},
+			builds: []report.Build{build("stock", 3, 50, nil)},
 			want:   []string{"## Tests against stock\n\nOnly `stock` ran: nothing to test against it.\n"},
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := CompareMarkdown(&Report{Scenario: "s", Complete: true, Builds: tc.builds})
+			r := &report.Report{Scenario: "s", Complete: true, Builds: tc.builds}
+			report.SetTests(r)
+			got := CompareMarkdown(r)
 			checkContains(t, got, tc.want, tc.notWant)
 		})
 	}
 }
 
-func TestPValueText(t *testing.T) {
-	tests := []struct {
-		p    float64
-		want string
-	}{
-		{0.031218751564063077, "0.031"},
-		{0.0031, "0.0031"},
-		{0.31, "0.31"},
-		{1, "1"},
-		{9.356908105548281e-07, "9.4e-7"},
-		{6.704963314e-15, "6.7e-15"},
-		// Two digits would read "0.01", on the wrong side of α = 0.01.
-		{0.0104, "0.0104"},
-		{0.010004, "0.010004"},
-		{0.00996, "0.01"}, // rejected, and "0.01" <= α too
-		{0, "< 1e-300"},
-	}
-	for _, tc := range tests {
-		if got := pValueText(tc.p); got != tc.want {
-			t.Errorf("pValueText(%v) = %q, want %q", tc.p, got, tc.want)
-		}
-	}
-	// In a verdict: 5000/5000 vs 0/5000 has p = 1/C(10000,5000), which
-	// underflows to 0.
-	if got := pEquals(0); got != "p < 1e-300" {
-		t.Errorf("pEquals(0) = %q", got)
-	}
-	if got := pEquals(0.0312); got != "p = 0.031" {
-		t.Errorf("pEquals(0.0312) = %q", got)
-	}
-}
-
-// TestReportJSONCarriesTheTests checks report.json's versus_baseline and
-// safety_versus_baseline as written by Write and read back by Read.
-func TestReportJSONCarriesTheTests(t *testing.T) {
-	dir := t.TempDir()
-	r := &Report{Scenario: "s", Complete: true, Builds: []Build{
-		build("stock", 20, 5000, nil), withSafety(build("fix", 0, 5000, nil), 1), build("slow", 5, 5000, nil)}}
-	if err := Write(r, dir, ""); err != nil {
-		t.Fatal(err)
-	}
-	if r.Builds[1].VersusBaseline != nil {
-		t.Error("Write changed the caller's report")
-	}
-	data, err := os.ReadFile(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var generic struct {
-		Builds []map[string]json.RawMessage `json:"builds"`
-	}
-	if err := json.Unmarshal(data, &generic); err != nil {
-		t.Fatal(err)
-	}
-	for _, k := range []string{"versus_baseline", "safety_versus_baseline"} {
-		if _, ok := generic.Builds[0][k]; ok {
-			t.Errorf("the baseline has %s", k)
-		}
-		var v map[string]any
-		if err := json.Unmarshal(generic.Builds[1][k], &v); err != nil {
-			t.Fatalf("fix's %s: %v in %s", k, err, data)
-		}
-		for _, f := range []string{"test", "p_value", "verdict"} {
-			if _, ok := v[f]; !ok {
-				t.Errorf("fix's %s lacks %q: %v", k, f, v)
-			}
-		}
-	}
-
-	back, err := Read(filepath.Join(dir, "report.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	tests := []struct {
-		name string
-		got  *Versus
-		test string
-		p    float64 // hand value
-		verd string
-	}{
-		// C(5000,20)/C(10000,20).
-		{"fix strandings", back.Builds[1].VersusBaseline, "fisher-exact one-sided (fewer stranding episodes)", 9.356908105548281e-07,
-			"fix strands less than stock, p = 9.4e-7"},
-		// 1 vs 0 of 5000: leans towards more, P(the one in fix) = 1/2.
-		{"fix safety", back.Builds[1].SafetyVersusBaseline, "fisher-exact one-sided (more safety violations)", 0.5,
-			"no evidence either way (p = 0.5)"},
-		// 5/5000 vs 20/5000: P(X_B <= 5 | 25 in all), by exact rational
-		// arithmetic (Python fractions and math.comb).
-		{"slow strandings", back.Builds[2].VersusBaseline, "fisher-exact one-sided (fewer stranding episodes)", 0.0020165577149574357,
-			"slow strands less than stock, p = 0.002"},
-	}
-	for _, tc := range tests {
-		if tc.got == nil || tc.got.PValue == nil {
-			t.Errorf("%s: %+v", tc.name, tc.got)
-			continue
-		}
-		if tc.got.Test != tc.test || math.Abs(*tc.got.PValue-tc.p) > 1e-6*tc.p || tc.got.Verdict != tc.verd {
-			t.Errorf("%s = {%q, %v, %q}, want {%q, %v, %q}", tc.name, tc.got.Test, *tc.got.PValue, tc.got.Verdict, tc.test, tc.p, tc.verd)
-		}
-	}
-
-	// No baseline, no tests.
-	data, err = json.Marshal(&Report{Builds: []Build{build("fix", 0, 10, nil), build("other", 3, 10, nil)}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if strings.Contains(string(data), "versus_baseline") {
-		t.Errorf("a report without stock has tests: %s", data)
-	}
-}
-
 func TestWritePlot(t *testing.T) {
-	oneZero := &Report{Scenario: "s", Builds: []Build{build("stock", 0, 0, nil)}}
-	nan := &Report{Scenario: "s", Builds: []Build{{Name: "odd", Cycles: 3, StrandedRate: math.NaN(),
-		StrandedRateCI95: [2]float64{math.NaN(), math.Inf(1)}, CreatedToRunningMS: Percentiles{P50: math.NaN()},
+	oneZero := &report.Report{Scenario: "s", Builds: []report.Build{build("stock", 0, 0, nil)}}
+	nan := &report.Report{Scenario: "s", Builds: []report.Build{{Name: "odd", Cycles: 3, StrandedRate: math.NaN(),
+		StrandedRateCI95: [2]float64{math.NaN(), math.Inf(1)}, CreatedToRunningMS: report.Percentiles{P50: math.NaN()},
 		APIRequestsPerCycle: map[string]float64{"GET x": math.Inf(1)}}}}
 	many := twoBuilds()
 	many.Builds = append(many.Builds, build("retry-empty-patch", 1, 10, map[string]float64{"PATCH nodes/status": 30}),
 		build("another-long-build-name", 5, 7, nil), build("fifth", 0, 3, nil))
 	tests := []struct {
 		name string
-		r    *Report
+		r    *report.Report
 	}{
 		{"two builds", twoBuilds()},
-		{"one build", &Report{Scenario: "s", Builds: []Build{build("fix", 0, 50, map[string]float64{"GET nodes": 1})}}},
+		{"one build", &report.Report{Scenario: "s", Builds: []report.Build{build("fix", 0, 50, map[string]float64{"GET nodes": 1})}}},
 		{"a build with 0 cycles", oneZero},
-		{"0 cycles next to a build that ran", &Report{Builds: []Build{build("stock", 2, 5, nil), build("fix", 0, 0, nil)}}},
+		{"0 cycles next to a build that ran", &report.Report{Builds: []report.Build{build("stock", 2, 5, nil), build("fix", 0, 0, nil)}}},
 		{"NaN and Inf figures", nan},
 		{"five builds, long names", many},
-		{"no builds", &Report{Scenario: "s"}},
+		{"no builds", &report.Report{Scenario: "s"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -455,8 +348,8 @@ func TestWriteWhenThePlotFails(t *testing.T) {
 	if err := Write(r, dir, latest); err != nil {
 		t.Fatal(err)
 	}
-	defer func(f func(*Report) ([]byte, error)) { drawPlot = f }(drawPlot)
-	drawPlot = func(*Report) ([]byte, error) { return nil, errors.New("no ink") }
+	defer func(f func(*report.Report) ([]byte, error)) { drawPlot = f }(drawPlot)
+	drawPlot = func(*report.Report) ([]byte, error) { return nil, errors.New("no ink") }
 	r.Builds[0].Cycles = 11
 	if err := Write(r, dir, latest); err == nil || !strings.Contains(err.Error(), "no ink") {
 		t.Fatalf("Write = %v, want the plot's error", err)
@@ -477,7 +370,7 @@ func TestWriteWhenThePlotFails(t *testing.T) {
 
 func TestWriteWithoutBuildsWritesNoComparison(t *testing.T) {
 	dir := t.TempDir()
-	if err := Write(&Report{Scenario: "s"}, dir, ""); err != nil {
+	if err := Write(&report.Report{Scenario: "s"}, dir, ""); err != nil {
 		t.Fatal(err)
 	}
 	assertOnly(t, dir, "report.json", "report.md")
@@ -562,10 +455,75 @@ func TestCompareSaysWhetherThereWereEnoughCycles(t *testing.T) {
 		{"no rate", 0, 0, "Enough cycles? `stock` did not strand"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			r := &Report{Scenario: "s", Complete: true, Builds: []Build{
+			r := &report.Report{Scenario: "s", Complete: true, Builds: []report.Build{
 				{Name: "stock", Cycles: 5000, Stranded: tc.stockStranded, StrandedEpisodes: tc.episodes, StrandedRate: float64(tc.stockStranded) / 5000},
 				{Name: "fix", Cycles: 5000}}}
 			checkContains(t, CompareMarkdown(r), []string{tc.want}, nil)
 		})
 	}
+}
+
+func TestCompareMarkdownResources(t *testing.T) {
+	withUsage := twoBuilds()
+	for i, scale := range []float64{1, 2} {
+		b := &withUsage.Builds[i]
+		report.AddUsage(b, map[string]float64{"etcd": scale, "kube-apiserver": 3 * scale, usage.Harness: 1},
+			map[string]usage.Peak{"etcd": {SumMiB: 60, MaxProcessMiB: 60, Processes: 1}, "kubelet-sim": {SumMiB: 240, MaxProcessMiB: 35, Processes: 8}})
+		report.AddRequestsByClient(b, map[string]float64{"kube-controller-manager": 70 * scale, "harness": 10})
+	}
+	withUsage.Builds[1].MemoryPeakMiB = map[string]usage.Peak{"etcd": {SumMiB: 61, MaxProcessMiB: 61, Processes: 1}}
+	tests := []struct {
+		name    string
+		r       *report.Report
+		want    []string
+		notWant []string
+	}{
+		{
+			name: "figures per build, ratios to stock",
+			r:    withUsage,
+			want: []string{
+				"| API requests per cycle, all clients | 8.00 | 15.00 |",
+				"| CPU seconds per cycle, all components | 0.5000 | 0.9000 |",
+				"| harness share of the CPU | 20.0% | 11.1% |",
+				"## API requests per cycle by client",
+				"| client | stock | fix | fix/stock |",
+				"| harness | 1.00 | 1.00 | 1.00 |\n| kube-controller-manager | 7.00 | 14.00 | 2.00 |\n| **total** | 8.00 | 15.00 | 1.88 |",
+				"## CPU seconds per cycle by component",
+				"| etcd | 0.1000 | 0.2000 | 2.00 |\n| harness | 0.1000 | 0.1000 | 1.00 |\n| kube-apiserver | 0.3000 | 0.6000 | 2.00 |\n| **total** | 0.5000 | 0.9000 | 1.80 |",
+				"## Peak memory (MiB) by component",
+				"| etcd | 60 | 61 |\n| kubelet-sim | 240 (8 processes, largest 35) | – |",
+			},
+		},
+		{
+			name:    "a report without them has no such rows or sections",
+			r:       twoBuilds(),
+			notWant: []string{"all clients", "all components", "harness share", "by client", "by component", "Peak memory"},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			md := CompareMarkdown(tt.r)
+			for _, w := range tt.want {
+				if !strings.Contains(md, w) {
+					t.Errorf("compare.md lacks %q:\n%s", w, md)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(md, w) {
+					t.Errorf("compare.md has %q:\n%s", w, md)
+				}
+			}
+		})
+	}
+}
+
+// compare.md shows the tests the report holds and computes none: a report
+// whose tests were never set says so, one whose counts changed after
+// report.SetTests shows the tests of the counts it was set with.
+func TestCompareMarkdownRendersTheStoredTests(t *testing.T) {
+	r := twoBuilds()
+	checkContains(t, CompareMarkdown(r), []string{"| fix | 0/10 vs 3/10 | – | – | not tested (the report carries no test) |"}, []string{"Fisher exact test:"})
+	report.SetTests(r)
+	r.Builds[0].Stranded, r.Builds[0].StrandedEpisodes = 10, 10
+	checkContains(t, CompareMarkdown(r), []string{"no evidence either way (p = 0.11)"}, []string{"strands less than"})
 }

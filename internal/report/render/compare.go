@@ -1,4 +1,4 @@
-package report
+package render
 
 // The comparison outputs of a run with several controller builds:
 // compare.md (CompareMarkdown) and compare.png (WritePlot), written by Write
@@ -7,7 +7,6 @@ package report
 import (
 	"bytes"
 	"cmp"
-	"encoding/json"
 	"fmt"
 	"image/color"
 	"maps"
@@ -25,9 +24,13 @@ import (
 	"gonum.org/v1/plot/vg/draw"
 	"gonum.org/v1/plot/vg/vgimg"
 
+	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/stats"
 	"github.com/strandlab/strandlab/internal/usage"
 )
+
+// baseline is the build the others are tested against and divided by.
+const baseline = report.Baseline
 
 // File names of the comparison outputs.
 const (
@@ -35,17 +38,13 @@ const (
 	ComparePlotFile     = "compare.png"
 )
 
-// baseline is the build the other builds' request counts are divided by
-// and the other builds are tested against.
-const baseline = "stock"
-
 // CompareMarkdown renders compare.md: the builds side by side (one column
 // per build), the controller's API requests per cycle by request, a verdict
 // line per build and a pointer to compare.png. It is a pure function of r.
-func CompareMarkdown(r *Report) string {
+func CompareMarkdown(r *report.Report) string {
 	var b bytes.Buffer
 	fmt.Fprintf(&b, "# strandlab comparison: %s\n\n", r.Scenario)
-	fmt.Fprintf(&b, "- run: `%s` (%s), seed %d\n%s", r.RunID, runStatus(r), r.Seed, mergedMarkdown(r))
+	fmt.Fprintf(&b, "- run: `%s` (%s), seed %d\n%s", r.RunID, r.Status(), r.Seed, mergedMarkdown(r))
 	names := make([]string, len(r.Builds))
 	for i, bld := range r.Builds {
 		names[i] = "`" + bld.Name + "`"
@@ -67,53 +66,53 @@ func CompareMarkdown(r *Report) string {
 	b.WriteString(strings.Repeat("---:|", len(r.Builds)))
 	b.WriteString("\n")
 	rows := []outcomeRow{
-		{"cycles", func(x Build) string { return fmt.Sprint(x.Cycles) }},
-		{"stranded", func(x Build) string { return fmt.Sprint(x.Stranded) }},
-		{"stranding episodes", func(x Build) string { return fmt.Sprint(episodesOf(x)) }},
-		{"stranded rate (95% CI)", func(x Build) string {
+		{"cycles", func(x report.Build) string { return fmt.Sprint(x.Cycles) }},
+		{"stranded", func(x report.Build) string { return fmt.Sprint(x.Stranded) }},
+		{"stranding episodes", func(x report.Build) string { return fmt.Sprint(report.Episodes(x)) }},
+		{"stranded rate (95% CI)", func(x report.Build) string {
 			lo, hi := interval(x)
 			return fmt.Sprintf("%.4f [%.4f, %.4f]", finite(x.StrandedRate), lo, hi)
 		}},
-		{"95% CI, rounds as unit", func(x Build) string { return clusteredText(roundsRate(x)) }},
-		{"95% CI, runs as unit", func(x Build) string { return clusteredText(runsRate(x)) }},
-		{"safety violations", func(x Build) string { return fmt.Sprint(x.SafetyViolations) }},
-		{"phantom listings", func(x Build) string { return fmt.Sprint(x.PhantomListings) }},
-		{"cycles not running", func(x Build) string { return fmt.Sprint(x.CyclesNotRunning) }},
-		{"created-to-running p50 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.CreatedToRunningMS.P50)) }},
-		{"created-to-running p99 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.CreatedToRunningMS.P99)) }},
-		{"delete-to-running p50 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.DeleteToRunningMS.P50)) }},
-		{"delete-to-running p99 (ms)", func(x Build) string { return fmt.Sprintf("%.0f", finite(x.DeleteToRunningMS.P99)) }},
-		{"cycles/s", func(x Build) string { return fmt.Sprintf("%.2f", finite(x.CyclesPerSecond)) }},
-		{"controller API requests per cycle (total)", func(x Build) string { return fmt.Sprintf("%.2f", requestTotal(x)) }},
-		{rowAllRequests, func(x Build) string {
+		{"95% CI, rounds as unit", func(x report.Build) string { return clusteredText(report.RoundsRate(x)) }},
+		{"95% CI, runs as unit", func(x report.Build) string { return clusteredText(report.RunsRate(x)) }},
+		{"safety violations", func(x report.Build) string { return fmt.Sprint(x.SafetyViolations) }},
+		{"phantom listings", func(x report.Build) string { return fmt.Sprint(x.PhantomListings) }},
+		{"cycles not running", func(x report.Build) string { return fmt.Sprint(x.CyclesNotRunning) }},
+		{"created-to-running p50 (ms)", func(x report.Build) string { return fmt.Sprintf("%.0f", finite(x.CreatedToRunningMS.P50)) }},
+		{"created-to-running p99 (ms)", func(x report.Build) string { return fmt.Sprintf("%.0f", finite(x.CreatedToRunningMS.P99)) }},
+		{"delete-to-running p50 (ms)", func(x report.Build) string { return fmt.Sprintf("%.0f", finite(x.DeleteToRunningMS.P50)) }},
+		{"delete-to-running p99 (ms)", func(x report.Build) string { return fmt.Sprintf("%.0f", finite(x.DeleteToRunningMS.P99)) }},
+		{"cycles/s", func(x report.Build) string { return fmt.Sprintf("%.2f", finite(x.CyclesPerSecond)) }},
+		{"controller API requests per cycle (total)", func(x report.Build) string { return fmt.Sprintf("%.2f", requestTotal(x)) }},
+		{rowAllRequests, func(x report.Build) string {
 			if x.APIRequestsPerCycleByClient == nil {
 				return "–"
 			}
 			return fmt.Sprintf("%.2f", finite(usage.Total(x.APIRequestsPerCycleByClient)))
 		}},
-		{rowCPU, func(x Build) string {
+		{rowCPU, func(x report.Build) string {
 			if x.CPUSecondsPerCycle == nil {
 				return "–"
 			}
 			return fmt.Sprintf("%.4f", finite(x.CPUSecondsTotalPerCycle))
 		}},
-		{rowHarnessShare, func(x Build) string {
+		{rowHarnessShare, func(x report.Build) string {
 			if x.CPUSecondsPerCycle == nil {
 				return "–"
 			}
 			return fmt.Sprintf("%.1f%%", 100*finite(x.HarnessCPUShare))
 		}},
 	}
-	if !slices.ContainsFunc(r.Builds, func(x Build) bool { _, ok := runsRate(x); return ok }) {
+	if !slices.ContainsFunc(r.Builds, func(x report.Build) bool { _, ok := report.RunsRate(x); return ok }) {
 		// Only a merged report has runs as units.
 		rows = slices.DeleteFunc(rows, func(row outcomeRow) bool { return row.name == "95% CI, runs as unit" })
 	}
 	// The resource rows only where a build has the figures (the local
 	// provider's reports).
-	if !slices.ContainsFunc(r.Builds, func(x Build) bool { return x.APIRequestsPerCycleByClient != nil }) {
+	if !slices.ContainsFunc(r.Builds, func(x report.Build) bool { return x.APIRequestsPerCycleByClient != nil }) {
 		rows = slices.DeleteFunc(rows, func(row outcomeRow) bool { return row.name == rowAllRequests })
 	}
-	if !slices.ContainsFunc(r.Builds, func(x Build) bool { return x.CPUSecondsPerCycle != nil }) {
+	if !slices.ContainsFunc(r.Builds, func(x report.Build) bool { return x.CPUSecondsPerCycle != nil }) {
 		rows = slices.DeleteFunc(rows, func(row outcomeRow) bool { return row.name == rowCPU || row.name == rowHarnessShare })
 	}
 	for _, row := range rows {
@@ -131,12 +130,12 @@ func CompareMarkdown(r *Report) string {
 		b.WriteString("No controller requests were counted (no proxy counters in this report).\n")
 	} else {
 		writeKeyedTable(&b, r.Builds, "request", keys, "%.2f",
-			func(x Build, k string) float64 { return x.APIRequestsPerCycle[k] }, requestTotal)
+			func(x report.Build, k string) float64 { return x.APIRequestsPerCycle[k] }, requestTotal)
 	}
 	writeResources(&b, r.Builds)
 
 	b.WriteString("\n## Verdict\n\n")
-	base := slices.IndexFunc(r.Builds, func(x Build) bool { return x.Name == baseline })
+	base := slices.IndexFunc(r.Builds, func(x report.Build) bool { return x.Name == baseline })
 	for i := range r.Builds {
 		fmt.Fprintf(&b, "- %s\n", verdict(r.Builds, i, base))
 	}
@@ -151,9 +150,9 @@ func CompareMarkdown(r *Report) string {
 // key, one column per build, a **total** row, and, when a build named
 // stock is present, a <build>/stock ratio column for every other build
 // ("–" where stock's figure is 0).
-func writeKeyedTable(b *bytes.Buffer, builds []Build, header string, keys []string, format string,
-	value func(Build, string) float64, total func(Build) float64) {
-	base := slices.IndexFunc(builds, func(x Build) bool { return x.Name == baseline })
+func writeKeyedTable(b *bytes.Buffer, builds []report.Build, header string, keys []string, format string,
+	value func(report.Build, string) float64, total func(report.Build) float64) {
+	base := slices.IndexFunc(builds, func(x report.Build) bool { return x.Name == baseline })
 	var others []int
 	if base >= 0 {
 		for i := range builds {
@@ -172,7 +171,7 @@ func writeKeyedTable(b *bytes.Buffer, builds []Build, header string, keys []stri
 	b.WriteString("\n|---|")
 	b.WriteString(strings.Repeat("---:|", len(builds)+len(others)))
 	b.WriteString("\n")
-	row := func(label string, value func(Build) float64) {
+	row := func(label string, value func(report.Build) float64) {
 		fmt.Fprintf(b, "| %s |", label)
 		for _, bld := range builds {
 			fmt.Fprintf(b, " "+format+" |", value(bld))
@@ -183,7 +182,7 @@ func writeKeyedTable(b *bytes.Buffer, builds []Build, header string, keys []stri
 		b.WriteString("\n")
 	}
 	for _, k := range keys {
-		row(mdCell(k), func(x Build) float64 { return finite(value(x, k)) })
+		row(mdCell(k), func(x report.Build) float64 { return finite(value(x, k)) })
 	}
 	row("**total**", total)
 }
@@ -192,22 +191,22 @@ func writeKeyedTable(b *bytes.Buffer, builds []Build, header string, keys []stri
 // cost: API requests per cycle by client, CPU seconds per cycle by
 // component, peak memory by component; each only when a build has it
 // (docs/performance.md).
-func writeResources(b *bytes.Buffer, builds []Build) {
-	if keys := unionKeys(builds, func(x Build) map[string]float64 { return x.APIRequestsPerCycleByClient }); len(keys) > 0 {
+func writeResources(b *bytes.Buffer, builds []report.Build) {
+	if keys := unionKeys(builds, func(x report.Build) map[string]float64 { return x.APIRequestsPerCycleByClient }); len(keys) > 0 {
 		b.WriteString("\n## API requests per cycle by client\n\nEvery client's requests to the API server during the churn, " +
 			"as the API server counted them (a watch counts once, when it starts).\n\n")
 		writeKeyedTable(b, builds, "client", keys, "%.2f",
-			func(x Build, k string) float64 { return x.APIRequestsPerCycleByClient[k] },
-			func(x Build) float64 { return finite(usage.Total(x.APIRequestsPerCycleByClient)) })
+			func(x report.Build, k string) float64 { return x.APIRequestsPerCycleByClient[k] },
+			func(x report.Build) float64 { return finite(usage.Total(x.APIRequestsPerCycleByClient)) })
 	}
-	if keys := unionKeys(builds, func(x Build) map[string]float64 { return x.CPUSecondsPerCycle }); len(keys) > 0 {
+	if keys := unionKeys(builds, func(x report.Build) map[string]float64 { return x.CPUSecondsPerCycle }); len(keys) > 0 {
 		b.WriteString("\n## CPU seconds per cycle by component\n\nEach component's CPU time during the churn (user + system), " +
 			"per cycle; `harness` is strandlab itself.\n\n")
 		writeKeyedTable(b, builds, "component", keys, "%.4f",
-			func(x Build, k string) float64 { return x.CPUSecondsPerCycle[k] },
-			func(x Build) float64 { return finite(x.CPUSecondsTotalPerCycle) })
+			func(x report.Build, k string) float64 { return x.CPUSecondsPerCycle[k] },
+			func(x report.Build) float64 { return finite(x.CPUSecondsTotalPerCycle) })
 	}
-	memKeys := unionKeys(builds, func(x Build) map[string]usage.Peak { return x.MemoryPeakMiB })
+	memKeys := unionKeys(builds, func(x report.Build) map[string]usage.Peak { return x.MemoryPeakMiB })
 	if len(memKeys) == 0 {
 		return
 	}
@@ -237,7 +236,7 @@ func writeResources(b *bytes.Buffer, builds []Build) {
 }
 
 // unionKeys is the union of the builds' keys of a map, sorted.
-func unionKeys[V any](builds []Build, m func(Build) map[string]V) []string {
+func unionKeys[V any](builds []report.Build, m func(report.Build) map[string]V) []string {
 	seen := map[string]bool{}
 	for _, x := range builds {
 		for k := range m(x) {
@@ -257,7 +256,7 @@ const (
 // outcomeRow is a row of compare.md's "Outcomes": its name and a build's cell.
 type outcomeRow struct {
 	name string
-	cell func(Build) string
+	cell func(report.Build) string
 }
 
 // clusteredText is a clustered interval's cell: the interval, its units
@@ -271,7 +270,7 @@ func clusteredText(c stats.ClusteredRate, ok bool) string {
 }
 
 // verdict is one build's line under "Verdict".
-func verdict(builds []Build, i, base int) string {
+func verdict(builds []report.Build, i, base int) string {
 	x := builds[i]
 	name := "`" + x.Name + "`"
 	if x.Cycles == 0 {
@@ -282,9 +281,9 @@ func verdict(builds []Build, i, base int) string {
 	if x.Stranded == 0 {
 		s = fmt.Sprintf("%s: 0 stranded in %d cycles (95%% CI upper bound %.4f", name, x.Cycles, hi)
 	} else {
-		s = fmt.Sprintf("%s: %d stranded in %d cycles, %d episode(s) (rate %.4f, 95%% CI %.4f–%.4f", name, x.Stranded, x.Cycles, episodesOf(x), finite(x.StrandedRate), lo, hi)
+		s = fmt.Sprintf("%s: %d stranded in %d cycles, %d episode(s) (rate %.4f, 95%% CI %.4f–%.4f", name, x.Stranded, x.Cycles, report.Episodes(x), finite(x.StrandedRate), lo, hi)
 	}
-	if c, ok := roundsRate(x); ok {
+	if c, ok := report.RoundsRate(x); ok {
 		s += fmt.Sprintf("; rounds as unit %.4f–%.4f", finite(c.Low), finite(c.High))
 	}
 	s += ")"
@@ -298,7 +297,7 @@ func verdict(builds []Build, i, base int) string {
 		default:
 			s += "; interval overlaps " + baseline + "'s"
 		}
-		if v := versus(x, builds[base], stranding); v.PValue != nil {
+		if v := x.VersusBaseline; v != nil && v.PValue != nil {
 			s += "; Fisher exact test: " + v.Verdict
 		}
 	}
@@ -320,116 +319,11 @@ func verdict(builds []Build, i, base int) string {
 	return s
 }
 
-// TestAlpha is the level of the tests of each build against the baseline
-// (docs/statistics.md).
-const TestAlpha = 0.01
-
-// Versus is one test of a build against the baseline build: report.json's
-// versus_baseline and safety_versus_baseline.
-type Versus struct {
-	// Test names the test and the direction its p-value is for, e.g.
-	// "fisher-exact one-sided (fewer strandings)".
-	Test string `json:"test"`
-	// PValue is null when the test was not run (Verdict says why).
-	PValue *float64 `json:"p_value"`
-	// Verdict is the outcome in words at TestAlpha.
-	Verdict string `json:"verdict"`
-}
-
-// MarshalJSON writes the report with every build's tests against the
-// baseline (versus_baseline, safety_versus_baseline) computed from the
-// builds' counts, so that report.json's tests always match its figures,
-// partial reports included.
-func (r Report) MarshalJSON() ([]byte, error) {
-	type plain Report // the same fields, without this method
-	r.Builds = WithTests(r.Builds)
-	return json.Marshal(plain(r))
-}
-
-// WithTests returns a copy of builds with VersusBaseline and
-// SafetyVersusBaseline set for every build but the baseline (the build
-// named stock), and cleared when the report has no baseline.
-func WithTests(builds []Build) []Build {
-	out := slices.Clone(builds)
-	base := slices.IndexFunc(out, func(x Build) bool { return x.Name == baseline })
-	for i := range out {
-		out[i].VersusBaseline, out[i].SafetyVersusBaseline = nil, nil
-		if base >= 0 && i != base {
-			out[i].VersusBaseline = versus(out[i], out[base], stranding)
-			out[i].SafetyVersusBaseline = versus(out[i], out[base], safety)
-		}
-	}
-	return out
-}
-
-// measure is what a test against the baseline counts: events out of
-// trials (cycles, or the cycles that could begin an episode).
-type measure struct {
-	noun        string // in the test's name
-	count       func(Build) int
-	trials      func(Build) int
-	fewer, more string // the verdict's verb phrases
-}
-
-var (
-	// stranding counts stranding episodes out of the cycles that could
-	// begin one: a cycle that continues an episode is the same failure,
-	// not a new trial (docs/statistics.md, "The unit: stranding episodes").
-	stranding = measure{"stranding episodes", episodesOf, episodeTrials, "strands less than", "strands more than"}
-	safety    = measure{"safety violations", func(x Build) int { return x.SafetyViolations }, func(x Build) int { return x.Cycles },
-		"has fewer safety violations than", "has more safety violations than"}
-)
-
-// versus tests build x against the baseline build base at TestAlpha with
-// Fisher's exact test on m's events out of m's trials: one-sided for fewer
-// and, when that finds nothing, one-sided for more. When neither rejects,
-// it reports the smaller of the two one-sided p-values (the direction the
-// counts lean towards; fewer on a tie).
-func versus(x, base Build, m measure) *Versus {
-	v := &Versus{Test: "fisher-exact one-sided (fewer " + m.noun + ")"}
-	for _, y := range []Build{x, base} {
-		if y.Cycles <= 0 {
-			v.Verdict = "not tested: " + y.Name + " has run no cycles"
-			return v
-		}
-		if k, n := m.count(y), m.trials(y); k > n {
-			v.Verdict = fmt.Sprintf("not tested: %s has %d %s in %d cycles, more than one per cycle", y.Name, k, m.noun, n)
-			return v
-		}
-	}
-	fewer, err := stats.FisherExact(m.count(base), m.trials(base), m.count(x), m.trials(x), stats.Fewer)
-	if err != nil {
-		v.Verdict = "not tested: " + err.Error()
-		return v
-	}
-	if fewer <= TestAlpha {
-		v.PValue = &fewer
-		v.Verdict = fmt.Sprintf("%s %s %s, %s", x.Name, m.fewer, base.Name, pEquals(fewer))
-		return v
-	}
-	more, _ := stats.FisherExact(m.count(base), m.trials(base), m.count(x), m.trials(x), stats.More)
-	if more <= TestAlpha {
-		v.Test = "fisher-exact one-sided (more " + m.noun + ")"
-		v.PValue = &more
-		v.Verdict = fmt.Sprintf("%s %s %s, %s", x.Name, m.more, base.Name, pEquals(more))
-		return v
-	}
-	// Neither: the p-value of the direction the counts lean towards.
-	p := fewer
-	if more < fewer {
-		v.Test = "fisher-exact one-sided (more " + m.noun + ")"
-		p = more
-	}
-	v.PValue = &p
-	v.Verdict = fmt.Sprintf("no evidence either way (%s)", pEquals(p))
-	return v
-}
-
 // writeTests writes compare.md's "Tests against stock": a row per build
 // other than the baseline with both of its tests.
-func writeTests(b *bytes.Buffer, r *Report) {
+func writeTests(b *bytes.Buffer, r *report.Report) {
 	fmt.Fprintf(b, "\n## Tests against %s\n\n", baseline)
-	base := slices.IndexFunc(r.Builds, func(x Build) bool { return x.Name == baseline })
+	base := slices.IndexFunc(r.Builds, func(x report.Build) bool { return x.Name == baseline })
 	switch {
 	case base < 0:
 		fmt.Fprintf(b, "No build named `%s`: nothing to test against.\n", baseline)
@@ -441,24 +335,27 @@ func writeTests(b *bytes.Buffer, r *Report) {
 	fmt.Fprintf(b, "Fisher's exact test, one-sided, at α = %g (docs/statistics.md): "+
 		"does the build strand less often than `%s` (or, failing that, more often)? Strandings are counted in episodes, "+
 		"out of the cycles that could begin one (a cycle that continues an episode is not a new trial); "+
-		"safety violations per cycle.\n\n", TestAlpha, baseline)
+		"safety violations per cycle.\n\n", report.TestAlpha, baseline)
 	b.WriteString("| build | stranding episodes vs " + baseline + " | test | p | verdict | safety violations vs " + baseline + " | test | p | verdict |\n")
 	b.WriteString("|---|---:|---|---:|---|---:|---|---:|---|\n")
 	stock := r.Builds[base]
-	for i, x := range WithTests(r.Builds) {
+	for i, x := range r.Builds {
 		if i == base {
 			continue
 		}
 		fmt.Fprintf(b, "| %s |", mdCell(x.Name))
 		for _, c := range []struct {
-			v *Versus
-			m measure
-		}{{x.VersusBaseline, stranding}, {x.SafetyVersusBaseline, safety}} {
+			v *report.Versus
+			m report.Measure
+		}{{x.VersusBaseline, report.EpisodeMeasure}, {x.SafetyVersusBaseline, report.SafetyMeasure}} {
+			if c.v == nil {
+				c.v = &report.Versus{Test: "–", Verdict: "not tested (the report carries no test)"}
+			}
 			p := "–"
 			if c.v.PValue != nil {
-				p = pValueText(*c.v.PValue)
+				p = report.PValueText(*c.v.PValue)
 			}
-			fmt.Fprintf(b, " %d/%d vs %d/%d | %s | %s | %s |", c.m.count(x), c.m.trials(x), c.m.count(stock), c.m.trials(stock), c.v.Test, p, mdCell(c.v.Verdict))
+			fmt.Fprintf(b, " %d/%d vs %d/%d | %s | %s | %s |", c.m.Count(x), c.m.Trials(x), c.m.Count(stock), c.m.Trials(stock), c.v.Test, p, mdCell(c.v.Verdict))
 		}
 		b.WriteString("\n")
 	}
@@ -472,13 +369,13 @@ const planPower = 0.8
 // removes the bug, at the baseline's measured rate of stranding episodes
 // (the unit of the test; stats.PowerPlan): a "no evidence" verdict from
 // too few cycles is not evidence of no difference.
-func writeEnoughCycles(b *bytes.Buffer, base Build) {
+func writeEnoughCycles(b *bytes.Buffer, base report.Build) {
 	if base.Stranded == 0 || base.Cycles == 0 {
 		fmt.Fprintf(b, "\nEnough cycles? `%s` did not strand: there is no rate to plan from (strandlab plan --baseline-rate).\n", baseline)
 		return
 	}
-	rate := EpisodeRate(base)
-	n, err := stats.PowerPlan(rate, 0, TestAlpha, planPower)
+	rate := report.EpisodeRate(base)
+	n, err := stats.PowerPlan(rate, 0, report.TestAlpha, planPower)
 	if err != nil {
 		fmt.Fprintf(b, "\nEnough cycles? No plan: %v.\n", err)
 		return
@@ -488,54 +385,12 @@ func writeEnoughCycles(b *bytes.Buffer, base Build) {
 		verdict = "no"
 	}
 	fmt.Fprintf(b, "\nEnough cycles? %s: showing that a build which never strands beats `%s`'s measured rate of stranding episodes %.4g at α = %g with power %g takes %d cycles per build; `%s` ran %d.\n",
-		verdict, baseline, rate, TestAlpha, planPower, n, baseline, base.Cycles)
-}
-
-// pEquals is "p = <p>" for a verdict.
-func pEquals(p float64) string {
-	if p <= 0 {
-		return "p < 1e-300"
-	}
-	return "p = " + pValueText(p)
-}
-
-// pValueText is p with two significant digits, more when two would round it
-// to the other side of TestAlpha (0.0104 is "0.0104", not "0.01"); "< 1e-300"
-// for a p-value too small for a float64 (stats.FisherExact returns 0).
-func pValueText(p float64) string {
-	if p <= 0 {
-		return "< 1e-300"
-	}
-	var s string
-	for prec := 2; prec <= 6; prec++ {
-		s = strconv.FormatFloat(p, 'g', prec, 64)
-		if v, err := strconv.ParseFloat(s, 64); err == nil && (v <= TestAlpha) == (p <= TestAlpha) {
-			break
-		}
-	}
-	return strings.Replace(s, "e-0", "e-", 1) // 9.4e-07 -> 9.4e-7
-}
-
-// runStatus says whether r's figures are the whole run's, and if not why.
-func runStatus(r *Report) string {
-	switch {
-	case r.Interrupted && r.InterruptedDuring != "":
-		return "interrupted during " + r.InterruptedDuring + " (partial)"
-	case r.Interrupted:
-		return "interrupted (partial)"
-	case r.Failure != "" && r.FailedDuring != "":
-		return "failed during " + r.FailedDuring + " (partial)"
-	case r.Failure != "":
-		return "failed (partial)"
-	case !r.Complete:
-		return "in progress (partial)"
-	}
-	return "complete"
+		verdict, baseline, rate, report.TestAlpha, planPower, n, baseline, base.Cycles)
 }
 
 // interval is the build's 95% interval for the stranded rate; empty (0, 0)
 // when no cycle ran.
-func interval(x Build) (lo, hi float64) {
+func interval(x report.Build) (lo, hi float64) {
 	if x.Cycles <= 0 {
 		return 0, 0
 	}
@@ -543,7 +398,7 @@ func interval(x Build) (lo, hi float64) {
 }
 
 // requestTotal is the controller's API requests per cycle, all requests.
-func requestTotal(x Build) float64 {
+func requestTotal(x report.Build) float64 {
 	keys := make([]string, 0, len(x.APIRequestsPerCycle))
 	for k := range x.APIRequestsPerCycle {
 		keys = append(keys, k)
@@ -557,12 +412,12 @@ func requestTotal(x Build) float64 {
 }
 
 // requestKeys is the union of the builds' request keys, sorted.
-func requestKeys(builds []Build) []string {
-	return unionKeys(builds, func(x Build) map[string]float64 { return x.APIRequestsPerCycle })
+func requestKeys(builds []report.Build) []string {
+	return unionKeys(builds, func(x report.Build) map[string]float64 { return x.APIRequestsPerCycle })
 }
 
 // requestVerbs are the verbs of requestKeys, sorted.
-func requestVerbs(builds []Build) []string {
+func requestVerbs(builds []report.Build) []string {
 	var verbs []string
 	for _, k := range requestKeys(builds) {
 		if v := verb(k); !slices.Contains(verbs, v) {
@@ -599,12 +454,12 @@ func mdCell(s string) string { return strings.ReplaceAll(s, "|", "\\|") }
 // directory, renamed over path): four panels side by side, one bar or point
 // per build in each. It works with any number of builds, including builds
 // that ran no cycle.
-func WritePlot(r *Report, path string) error {
+func WritePlot(r *report.Report, path string) error {
 	png, err := drawPlot(r)
 	if err != nil {
 		return err
 	}
-	return WriteFileAtomic(path, png)
+	return report.WriteFileAtomic(path, png)
 }
 
 // Plot geometry.
@@ -639,7 +494,7 @@ var (
 var drawPlot = renderPlot
 
 // renderPlot draws compare.png in memory.
-func renderPlot(r *Report) (out []byte, err error) {
+func renderPlot(r *report.Report) (out []byte, err error) {
 	defer func() {
 		// gonum/plot panics on some degenerate inputs; a report must not
 		// take the run down with it.
@@ -659,7 +514,7 @@ func renderPlot(r *Report) (out []byte, err error) {
 
 	panels := make([]*plot.Plot, 0, 4)
 	legendRows := []int{0, 0, min(n, 1) * 2, len(requestVerbs(r.Builds))}
-	for _, mk := range []func([]Build, vg.Length) (*plot.Plot, error){ratePanel, safetyPanel, latencyPanel, requestPanel} {
+	for _, mk := range []func([]report.Build, vg.Length) (*plot.Plot, error){ratePanel, safetyPanel, latencyPanel, requestPanel} {
 		p, err := mk(r.Builds, barW)
 		if err != nil {
 			return nil, err
@@ -678,7 +533,7 @@ func renderPlot(r *Report) (out []byte, err error) {
 		YAlign:  draw.YCenter,
 		Handler: plot.DefaultTextHandler,
 	}
-	title := fmt.Sprintf("strandlab: %s, seed %d, run %s (%s)", r.Scenario, r.Seed, cmp.Or(r.RunID, "-"), runStatus(r))
+	title := fmt.Sprintf("strandlab: %s, seed %d, run %s (%s)", r.Scenario, r.Seed, cmp.Or(r.RunID, "-"), r.Status())
 	if n == 0 {
 		title += ": no builds"
 	}
@@ -791,7 +646,7 @@ type rateErr struct {
 	plotter.YErrors
 }
 
-func ratePanel(builds []Build, barW vg.Length) (*plot.Plot, error) {
+func ratePanel(builds []report.Build, barW vg.Length) (*plot.Plot, error) {
 	p := newPanel("(a) stranded rate, 95% interval", "stranded / cycles")
 	if len(builds) == 0 {
 		return p, nil
@@ -829,7 +684,7 @@ func ratePanel(builds []Build, barW vg.Length) (*plot.Plot, error) {
 	return p, nil
 }
 
-func safetyPanel(builds []Build, barW vg.Length) (*plot.Plot, error) {
+func safetyPanel(builds []report.Build, barW vg.Length) (*plot.Plot, error) {
 	p := newPanel("(b) safety violations", "violations")
 	if len(builds) == 0 {
 		return p, nil
@@ -846,7 +701,7 @@ func safetyPanel(builds []Build, barW vg.Length) (*plot.Plot, error) {
 	return p, nil
 }
 
-func latencyPanel(builds []Build, barW vg.Length) (*plot.Plot, error) {
+func latencyPanel(builds []report.Build, barW vg.Length) (*plot.Plot, error) {
 	p := newPanel("(c) replacement created to Running (ms)", "ms")
 	if len(builds) == 0 {
 		return p, nil
@@ -871,7 +726,7 @@ func latencyPanel(builds []Build, barW vg.Length) (*plot.Plot, error) {
 	return p, nil
 }
 
-func requestPanel(builds []Build, barW vg.Length) (*plot.Plot, error) {
+func requestPanel(builds []report.Build, barW vg.Length) (*plot.Plot, error) {
 	p := newPanel("(d) controller API requests, by verb", "requests / cycle")
 	if len(builds) == 0 {
 		return p, nil

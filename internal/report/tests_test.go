@@ -1,0 +1,127 @@
+package report
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+// counts is a build with k of n cycles stranded (each its own episode) and
+// s safety violations: what the tests against the baseline read.
+func counts(name string, k, n, s int) Build {
+	return Build{Name: name, Cycles: n, Stranded: k, StrandedEpisodes: k, SafetyViolations: s}
+}
+
+// TestReportJSONCarriesTheTests checks report.json's versus_baseline and
+// safety_versus_baseline as SetTests sets them, Encode writes them and
+// Decode reads them back.
+func TestReportJSONCarriesTheTests(t *testing.T) {
+	r := &Report{Scenario: "s", Complete: true, Builds: []Build{
+		counts("stock", 20, 5000, 0), counts("fix", 0, 5000, 1), counts("slow", 5, 5000, 0)}}
+	data, err := Encode(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "versus_baseline") {
+		t.Error("Encode computed tests SetTests had not set")
+	}
+	SetTests(r)
+	if data, err = Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	var generic struct {
+		Builds []map[string]json.RawMessage `json:"builds"`
+	}
+	if err := json.Unmarshal(data, &generic); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"versus_baseline", "safety_versus_baseline"} {
+		if _, ok := generic.Builds[0][k]; ok {
+			t.Errorf("the baseline has %s", k)
+		}
+		var v map[string]any
+		if err := json.Unmarshal(generic.Builds[1][k], &v); err != nil {
+			t.Fatalf("fix's %s: %v in %s", k, err, data)
+		}
+		for _, f := range []string{"test", "p_value", "verdict"} {
+			if _, ok := v[f]; !ok {
+				t.Errorf("fix's %s lacks %q: %v", k, f, v)
+			}
+		}
+	}
+
+	back, err := Decode(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		got  *Versus
+		test string
+		p    float64 // hand value
+		verd string
+	}{
+		// C(5000,20)/C(10000,20).
+		{"fix strandings", back.Builds[1].VersusBaseline, "fisher-exact one-sided (fewer stranding episodes)", 9.356908105548281e-07,
+			"fix strands less than stock, p = 9.4e-7"},
+		// 1 vs 0 of 5000: leans towards more, P(the one in fix) = 1/2.
+		{"fix safety", back.Builds[1].SafetyVersusBaseline, "fisher-exact one-sided (more safety violations)", 0.5,
+			"no evidence either way (p = 0.5)"},
+		// 5/5000 vs 20/5000: P(X_B <= 5 | 25 in all), by exact rational
+		// arithmetic (Python fractions and math.comb).
+		{"slow strandings", back.Builds[2].VersusBaseline, "fisher-exact one-sided (fewer stranding episodes)", 0.0020165577149574357,
+			"slow strands less than stock, p = 0.002"},
+	}
+	for _, tc := range tests {
+		if tc.got == nil || tc.got.PValue == nil {
+			t.Errorf("%s: %+v", tc.name, tc.got)
+			continue
+		}
+		if tc.got.Test != tc.test || math.Abs(*tc.got.PValue-tc.p) > 1e-6*tc.p || tc.got.Verdict != tc.verd {
+			t.Errorf("%s = {%q, %v, %q}, want {%q, %v, %q}", tc.name, tc.got.Test, *tc.got.PValue, tc.got.Verdict, tc.test, tc.p, tc.verd)
+		}
+	}
+
+	// No baseline, no tests: SetTests clears what an earlier set left.
+	r.Builds = r.Builds[1:]
+	SetTests(r)
+	if data, err = Encode(r); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(data), "versus_baseline") {
+		t.Errorf("a report without stock has tests: %s", data)
+	}
+}
+
+func TestPValueText(t *testing.T) {
+	tests := []struct {
+		p    float64
+		want string
+	}{
+		{0.031218751564063077, "0.031"},
+		{0.0031, "0.0031"},
+		{0.31, "0.31"},
+		{1, "1"},
+		{9.356908105548281e-07, "9.4e-7"},
+		{6.704963314e-15, "6.7e-15"},
+		// Two digits would read "0.01", on the wrong side of α = 0.01.
+		{0.0104, "0.0104"},
+		{0.010004, "0.010004"},
+		{0.00996, "0.01"}, // rejected, and "0.01" <= α too
+		{0, "< 1e-300"},
+	}
+	for _, tc := range tests {
+		if got := PValueText(tc.p); got != tc.want {
+			t.Errorf("PValueText(%v) = %q, want %q", tc.p, got, tc.want)
+		}
+	}
+	// In a verdict: 5000/5000 vs 0/5000 has p = 1/C(10000,5000), which
+	// underflows to 0.
+	if got := pEquals(0); got != "p < 1e-300" {
+		t.Errorf("pEquals(0) = %q", got)
+	}
+	if got := pEquals(0.0312); got != "p = 0.031" {
+		t.Errorf("pEquals(0.0312) = %q", got)
+	}
+}
