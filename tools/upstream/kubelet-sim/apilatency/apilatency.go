@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/containerruntime"
 )
 
 // Drawer draws one request's time for an HTTP method; ok is false when it
@@ -57,7 +59,7 @@ func (t *Transport) RoundTrip(req *http.Request) (*http.Response, error) {
 		if hold := d - t.ownTime(req.Method); hold > 0 {
 			sleep := t.Sleep
 			if sleep == nil {
-				sleep = sleepContext
+				sleep = containerruntime.Sleep
 			}
 			if err := sleep(req.Context(), hold); err != nil {
 				return nil, err
@@ -98,15 +100,4 @@ func (t *Transport) observe(method string, d time.Duration) {
 func isWatch(req *http.Request) bool {
 	return req.URL.Query().Get("watch") == "true" || req.URL.Query().Get("watch") == "1" ||
 		strings.Contains(req.URL.Path, "/watch/")
-}
-
-func sleepContext(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }

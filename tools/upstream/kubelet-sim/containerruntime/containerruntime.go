@@ -213,7 +213,7 @@ func New(timings *Timings, seed uint64) (*Runtime, error) {
 	if err := timings.Validate(); err != nil {
 		return nil, err
 	}
-	return &Runtime{timings: timings, sleep: sleepContext,
+	return &Runtime{timings: timings, sleep: Sleep,
 		rng:    rand.New(rand.NewPCG(seed, 0x6b7562656c6574)),
 		apiRNG: rand.New(rand.NewPCG(seed, 0x617069))}, nil
 }
@@ -327,7 +327,9 @@ func (r *Runtime) ReadBack(ctx context.Context, containers int) error {
 	return r.sleep(ctx, d)
 }
 
-func sleepContext(ctx context.Context, d time.Duration) error {
+// Sleep waits d, or until ctx ends (its error then); the runtime's and the
+// API requests' drawn times are spent with it.
+func Sleep(ctx context.Context, d time.Duration) error {
 	if d <= 0 {
 		return ctx.Err()
 	}
