@@ -130,20 +130,23 @@ func TestInstantRuntime(t *testing.T) {
 	}
 }
 
-// Relists are drawn only from timings that measured both of their
-// histograms; without them the node keeps its fixed period.
+// A relist's duration is drawn only from timings that measured it; the
+// interval's histogram alone draws nothing (the interval follows from the
+// duration and the period), and without a duration the node keeps
+// instant relists every period.
 func TestRelist(t *testing.T) {
 	one := Histogram{Bounds: []float64{1}, Counts: []uint64{0, 1}}
 	two := Histogram{Bounds: []float64{2}, Counts: []uint64{0, 1}}
 	tests := []struct {
 		name             string
 		relist, interval *Histogram
-		wantD, wantI     time.Duration
+		wantD            time.Duration
 		wantOK           bool
 	}{
-		{"both measured", &one, &two, time.Second, 2 * time.Second, true},
-		{"no relists", nil, nil, 0, 0, false},
-		{"the interval missing", &one, nil, 0, 0, false},
+		{"both measured", &one, &two, time.Second, true},
+		{"the duration alone", &one, nil, time.Second, true},
+		{"no relists", nil, nil, 0, false},
+		{"the interval alone", nil, &two, 0, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -158,14 +161,14 @@ func TestRelist(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			d, i, ok := r.Relist()
-			if d != tc.wantD || i != tc.wantI || ok != tc.wantOK {
-				t.Errorf("Relist() = %v, %v, %v; want %v, %v, %v", d, i, ok, tc.wantD, tc.wantI, tc.wantOK)
+			d, ok := r.Relist()
+			if d != tc.wantD || ok != tc.wantOK {
+				t.Errorf("Relist() = %v, %v; want %v, %v", d, ok, tc.wantD, tc.wantOK)
 			}
 		})
 	}
 	var instant *Runtime
-	if _, _, ok := instant.Relist(); ok {
+	if _, ok := instant.Relist(); ok {
 		t.Error("the instant runtime drew a relist")
 	}
 }

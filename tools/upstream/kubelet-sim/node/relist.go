@@ -13,14 +13,13 @@ import (
 // when an on-demand relist of a pod holds the loop, and the cache's
 // timestamp is the relist's start, set when it ends (GenericPLEG.Relist).
 // With a draw (relists measured on kind, containerruntime.Runtime.Relist)
-// each relist's duration and the interval to the next start are drawn;
-// without, relists fall every period from the node's start and take no
-// time, as on a node of a few pods.
+// each relist's duration is drawn and the next starts a period after it
+// ended; without, relists fall every period from the node's start and take
+// no time, as on a node of a few pods.
 type relistSchedule struct {
 	period time.Duration
-	// draw returns a relist's duration and the interval from its start to
-	// the next's; ok false: the fixed period.
-	draw func() (duration, interval time.Duration, ok bool)
+	// draw returns a relist's duration; ok false: instant relists.
+	draw func() (duration time.Duration, ok bool)
 
 	mu sync.Mutex
 	// relists generated so far, oldest first: starts[i] began, ends[i]
@@ -34,26 +33,26 @@ type relistSchedule struct {
 // ended at most a cycle ago.
 const relistRetention = 10 * time.Minute
 
-func newRelistSchedule(start time.Time, period time.Duration, draw func() (time.Duration, time.Duration, bool)) *relistSchedule {
+func newRelistSchedule(start time.Time, period time.Duration, draw func() (time.Duration, bool)) *relistSchedule {
 	s := &relistSchedule{period: period, draw: draw, nextStart: start}
 	s.generate()
 	return s
 }
 
-// generate appends the relist that begins at nextStart, its duration and
-// the interval to the next drawn (the interval never shorter than the
-// relist: the next starts after this one ends).
+// generate appends the relist that begins at nextStart, its duration
+// drawn; the next begins a period after it ended (workerLoopIteration:
+// Relist, then globalRelistTimer.Reset(RelistPeriod)).
 func (s *relistSchedule) generate() {
-	d, interval := time.Duration(0), s.period
+	d := time.Duration(0)
 	if s.draw != nil {
-		if dd, ii, ok := s.draw(); ok {
-			d, interval = dd, max(ii, dd)
+		if dd, ok := s.draw(); ok {
+			d = dd
 		}
 	}
 	start := s.nextStart
 	s.starts = append(s.starts, start)
 	s.ends = append(s.ends, start.Add(d))
-	s.nextStart = start.Add(interval)
+	s.nextStart = start.Add(d + s.period)
 }
 
 // after is when the first relist begun after t has filled the pod cache:

@@ -5,34 +5,33 @@ import (
 	"time"
 )
 
-// TestRelistSchedule: with relists measured, one starts an interval after
-// the previous one started (never before it ended), and a wait for the
-// first relist begun after t ends when that relist ends.
+// TestRelistSchedule: with relist durations measured, one starts a period
+// after the previous one ended, and a wait for the first relist begun after
+// t ends when that relist ends.
 func TestRelistSchedule(t *testing.T) {
 	start := time.Date(2026, 12, 5, 7, 0, 0, 0, time.UTC)
 	ms := time.Millisecond
 	at := func(d time.Duration) time.Time { return start.Add(d) }
-	// Drawn relists, in order: (duration, interval).
-	script := [][2]time.Duration{{100 * ms, 1500 * ms}, {800 * ms, 2000 * ms}, {3000 * ms, 1200 * ms}, {0, 1000 * ms}}
-	// So relists start at 0, 1.5 s, 3.5 s and 6.5 s (the third's 3 s
-	// outlasts its 1.2 s interval), and end at 0.1, 2.3, 6.5 and 6.5 s.
+	// Drawn durations, in order, with a period of 1 s: relists start at 0,
+	// 1.1 s, 2.9 s and 6.9 s, and end at 0.1, 1.9, 5.9 and 6.9 s.
+	script := []time.Duration{100 * ms, 800 * ms, 3000 * ms, 0}
 	tests := []struct {
 		name    string
 		after   time.Duration
 		wantEnd time.Duration
 	}{
 		{"before the node started: the first relist", -time.Second, 100 * ms},
-		{"at the first start: the second relist", 0, 2300 * ms},
-		{"between two starts", 1 * time.Second, 2300 * ms},
-		{"during a long relist: the one after it", 4 * time.Second, 6500 * ms},
+		{"at the first start: the second relist", 0, 1900 * ms},
+		{"between two starts", 1 * time.Second, 1900 * ms},
+		{"during a long relist: the one after it", 4 * time.Second, 6900 * ms},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			i := 0
-			s := newRelistSchedule(start, time.Second, func() (time.Duration, time.Duration, bool) {
+			s := newRelistSchedule(start, time.Second, func() (time.Duration, bool) {
 				d := script[i%len(script)]
 				i++
-				return d[0], d[1], true
+				return d, true
 			})
 			if got := s.after(at(tc.after)); !got.Equal(at(tc.wantEnd)) {
 				t.Errorf("after(start%+v) = start%+v, want start%+v", tc.after, got.Sub(start), tc.wantEnd)
@@ -45,7 +44,7 @@ func TestRelistSchedule(t *testing.T) {
 // relists were drawn, and a long quiet spell is crossed.
 func TestRelistScheduleFixedPeriod(t *testing.T) {
 	start := time.Date(2026, 12, 5, 7, 0, 0, 0, time.UTC)
-	s := newRelistSchedule(start, time.Second, func() (time.Duration, time.Duration, bool) { return 0, 0, false })
+	s := newRelistSchedule(start, time.Second, func() (time.Duration, bool) { return 0, false })
 	for _, tc := range []struct{ after, want time.Duration }{
 		{2500 * time.Millisecond, 3 * time.Second},
 		{time.Hour + 200*time.Millisecond, time.Hour + time.Second},
