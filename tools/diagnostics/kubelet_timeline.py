@@ -13,12 +13,26 @@ stages of the workload's pods (namespace strandlab):
          SyncTerminatingPod enter -> containers stopped -> terminal phase
          PATCHed, and where that PATCH falls against SyncTerminatedPod
          (the relist after the terminating sync) and TerminatePod
+  teardown: the pod worker's end of termination ("Pod terminated all
+         containers successfully", after which the volume manager's
+         populator may drop the pod's volumes) -> UnmountVolume started ->
+         TearDown succeeded (the CSI NodeUnpublishVolume) -> UnmountDevice
+         started -> UnmountDevice succeeded (NodeUnstageVolume) -> "Volume
+         detached" (the volume leaves the actual state of the world, so the
+         next node status drops it from volumesInUse). The volume manager is
+         upstream's on both providers, so both log these lines at -v=0; the
+         first needs -v=4.
 
 A diagnostic for docs/kind.md ("Where the time goes"), not part of make test:
 verbose kubelets cost CPU, so the absolute figures are a little slower than
 a measuring run's.
 
-Usage: tools/diagnostics/kubelet_timeline.py LOG...
+  released (with --report, the run's report.json): the delete -> the
+         old node's UnmountVolume started, and "Volume detached" -> the
+         harness seeing the volume leave status.volumesInUse (the node
+         status update), joined on the pod's name, node and delete time
+
+Usage: tools/diagnostics/kubelet_timeline.py [--report REPORT.json] LOG...
 """
 import bisect
 import collections
@@ -112,18 +126,119 @@ def stop_stages(by_uid):
     return rows, order
 
 
+# The volume manager's lines, structured (quoted) or klog.Infof (not).
+VOLUME_LINE = re.compile(r'^.*?[IWE]\d{4} (\d\d:\d\d:\d\d\.\d{6})\s+\d+ \S+\] "?(.*)$')
+UNIQUE = re.compile(r'(?:UniqueName: |for volume )\\?"(kubernetes\.io/csi/[^"\\]+)')
+ANY_UID = re.compile(r'(?:UID: |podUID=)\\?"([0-9a-f-]{36})')
+TEARDOWN = ('operationExecutor.UnmountVolume started', 'UnmountVolume.TearDown succeeded',
+            'operationExecutor.UnmountDevice started', 'UnmountDevice succeeded', 'Volume detached')
+TERMINATED = 'Pod terminated all containers successfully'
+
+
+def teardown_stages(paths, teardowns=None):
+    """Per node log: the pod's end of termination, then its volume's
+    teardown steps, each the first of its kind after the one before.
+    teardowns, if given, collects (log path, pod UID, started, detached)."""
+    rows = collections.defaultdict(list)
+    for path in paths:
+        ended = {}                                   # pod UID -> time
+        steps = collections.defaultdict(lambda: collections.defaultdict(list))  # volume -> step -> times
+        unmounts = []                                # (time, volume, pod UID)
+        with open(path, errors='replace') as f:
+            for line in f:
+                m = VOLUME_LINE.match(line)
+                if not m:
+                    continue
+                t, msg = seconds(m.group(1)), m.group(2)
+                if msg.startswith(TERMINATED):
+                    uid = ANY_UID.search(msg)
+                    if uid:
+                        ended.setdefault(uid.group(1), t)
+                    continue
+                step = next((s for s in TEARDOWN if msg.startswith(s)), None)
+                vol = UNIQUE.search(msg) if step else None
+                if not vol:
+                    continue
+                steps[vol.group(1)][step].append(t)
+                if step == TEARDOWN[0]:
+                    uid = ANY_UID.search(msg)
+                    unmounts.append((t, vol.group(1), uid.group(1) if uid else None))
+        for t0, vol, uid in unmounts:
+            if uid in ended and 0 <= t0 - ended[uid] < 60:
+                rows['teardown: containers ended -> UnmountVolume started'].append(t0 - ended[uid])
+            prev, name = t0, TEARDOWN[0]
+            for step in TEARDOWN[1:]:
+                t = after(sorted(steps[vol][step]), prev)
+                if t is None or t - prev > 60:
+                    break
+                rows[f'teardown: {name} -> {step}'].append(t - prev)
+                prev, name = t, step
+            else:
+                if teardowns is not None:
+                    teardowns.append((path, uid, t0, prev))
+                rows['teardown: UnmountVolume started -> Volume detached'].append(prev - t0)
+                if uid in ended:
+                    rows['teardown: containers ended -> Volume detached'].append(prev - ended[uid])
+    return rows
+
+
+def released_stages(report_path, paths, by_uid_names, teardowns):
+    """Joins the harness's report (cycle_log: the old pod, its node, the
+    delete and the delete -> released) with the old node's teardown: the
+    volume's "Volume detached" -> the harness seeing it leave the node's
+    status.volumesInUse (the node status update that drops it)."""
+    import datetime
+    import json
+    import os
+    report = json.load(open(report_path))
+    rows = collections.defaultdict(list)
+    for build in report['builds']:
+        for c in build.get('cycle_log') or []:
+            if not c.get('delete_to_released_ns'):
+                continue
+            deleted = datetime.datetime.fromisoformat(c['deleted_at'][:26].rstrip('Z'))
+            t_del = deleted.hour * 3600 + deleted.minute * 60 + deleted.second + deleted.microsecond / 1e6
+            t_rel = t_del + c['delete_to_released_ns'] / 1e9
+            node = c['old_node']
+            # kind: <node>/kubelet.log; local: kubelet-sim-<node>.log
+            ours = [td for td in teardowns
+                    if node in (os.path.basename(os.path.dirname(td[0])), os.path.basename(td[0])[len('kubelet-sim-'):-len('.log')])
+                    and by_uid_names.get(td[1]) == c['pod'] and td[2] > t_del]
+            if not ours:
+                continue
+            _, _, started, detached = min(ours, key=lambda td: td[2])
+            rows['released: delete -> UnmountVolume started'].append(started - t_del)
+            rows['released: Volume detached -> released (harness)'].append(t_rel - detached)
+    return rows
+
+
 def percentile(xs, q):
     xs = sorted(xs)
     return xs[min(len(xs) - 1, int(q * len(xs)))]
 
 
-def main(paths):
+def main(args):
+    report = None
+    if args[:1] == ['--report']:
+        report, args = args[1], args[2:]
+    paths = args
     if not paths:
         sys.exit(__doc__)
     by_pod, by_uid = read(paths)
     rows = start_stages(by_pod)
     stop, order = stop_stages(by_uid)
     rows.update(stop)
+    teardowns = []
+    rows.update(teardown_stages(paths, teardowns))
+    if report:
+        names = {}
+        for path in paths:
+            with open(path, errors='replace') as f:
+                for line in f:
+                    pod, uid = POD.search(line), UID.search(line)
+                    if pod and uid:
+                        names.setdefault(uid.group(1), pod.group(1))
+        rows.update(released_stages(report, paths, names, teardowns))
     print('| stage | n | p10 ms | p50 ms | p90 ms |')
     print('|---|---:|---:|---:|---:|')
     for name, xs in rows.items():

@@ -470,6 +470,9 @@ func (pw *podWorkers) terminate(ctx context.Context, w *podWorker, pod *corev1.P
 	*lastSync = terminatingEnded
 	w.terminated.Store(true)
 	n.cfg.Volumes.PodTerminated(pod.UID)
+	// podWorkers.completeTerminating's line, so that the teardown's stages
+	// read alike from both kubelets' logs (tools/diagnostics).
+	log.V(4).Info("Pod terminated all containers successfully", "podUID", pod.UID)
 
 	// SyncTerminatedPod, after the relist that follows the terminating sync.
 	if err := n.awaitRelist(ctx, terminatingEnded); err != nil {
