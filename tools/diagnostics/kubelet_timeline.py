@@ -36,6 +36,9 @@ Usage: tools/diagnostics/kubelet_timeline.py [--report REPORT.json] LOG...
 """
 import bisect
 import collections
+import datetime
+import json
+import os
 import re
 import sys
 
@@ -51,7 +54,9 @@ def seconds(clock):
 
 
 def read(paths):
-    """events[pod name][message] -> sorted times; uids[uid][message] -> times."""
+    """events[pod name][message] -> sorted times; uids[uid][message] -> times;
+    names[uid] -> pod name."""
+    names = {}
     by_pod = collections.defaultdict(lambda: collections.defaultdict(list))
     by_uid = collections.defaultdict(lambda: collections.defaultdict(list))
     for path in paths:
@@ -73,11 +78,12 @@ def read(paths):
                 uid = UID.search(rest)
                 if uid:
                     by_uid[uid.group(1)][msg].append(t)
+                    names.setdefault(uid.group(1), pod.group(1))
     for table in (by_pod, by_uid):
         for events in table.values():
             for times in events.values():
                 times.sort()
-    return by_pod, by_uid
+    return by_pod, by_uid, names
 
 
 def after(times, t):
@@ -182,14 +188,11 @@ def teardown_stages(paths, teardowns=None):
     return rows
 
 
-def released_stages(report_path, paths, by_uid_names, teardowns):
+def released_stages(report_path, by_uid_names, teardowns):
     """Joins the harness's report (cycle_log: the old pod, its node, the
     delete and the delete -> released) with the old node's teardown: the
     volume's "Volume detached" -> the harness seeing it leave the node's
     status.volumesInUse (the node status update that drops it)."""
-    import datetime
-    import json
-    import os
     report = json.load(open(report_path))
     rows = collections.defaultdict(list)
     for build in report['builds']:
@@ -224,21 +227,14 @@ def main(args):
     paths = args
     if not paths:
         sys.exit(__doc__)
-    by_pod, by_uid = read(paths)
+    by_pod, by_uid, names = read(paths)
     rows = start_stages(by_pod)
     stop, order = stop_stages(by_uid)
     rows.update(stop)
     teardowns = []
     rows.update(teardown_stages(paths, teardowns))
     if report:
-        names = {}
-        for path in paths:
-            with open(path, errors='replace') as f:
-                for line in f:
-                    pod, uid = POD.search(line), UID.search(line)
-                    if pod and uid:
-                        names.setdefault(uid.group(1), pod.group(1))
-        rows.update(released_stages(report, paths, names, teardowns))
+        rows.update(released_stages(report, names, teardowns))
     print('| stage | n | p10 ms | p50 ms | p90 ms |')
     print('|---|---:|---:|---:|---:|')
     for name, xs in rows.items():
