@@ -72,7 +72,7 @@ func TestNewTimingsNeedsEveryPodOperation(t *testing.T) {
 	if _, err := NewTimings("here", ops); err != nil {
 		t.Fatal(err)
 	}
-	// The relists and the API requests are kept where measured, left out
+	// The relists, the API requests and the CSI volume calls are kept where measured, left out
 	// where not; what kubelet-sim does not draw is left out.
 	ops[PLEGRelist] = h
 	ops[PLEGRelistInterval] = Histogram{Bounds: []float64{1}, Counts: []uint64{0, 0}}
@@ -80,17 +80,18 @@ func TestNewTimingsNeedsEveryPodOperation(t *testing.T) {
 	ops["api_patch"] = h
 	ops["api_get"] = Histogram{Bounds: []float64{1}, Counts: []uint64{0, 0}}
 	ops["csi_nodestagevolume"] = h
+	ops["csi_nodegetcapabilities"] = h
 	ops["storage_volume_mount"] = h
 	tm, err := NewTimings("here", ops)
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, op := range []string{PLEGRelist, "api_patch"} {
+	for _, op := range []string{PLEGRelist, "api_patch", "csi_nodestagevolume"} {
 		if _, ok := tm.Operations[op]; !ok {
 			t.Errorf("operations %v: the measured %s left out", slices.Sorted(maps.Keys(tm.Operations)), op)
 		}
 	}
-	for _, op := range []string{PLEGRelistInterval, "get_container_events", "api_get", "csi_nodestagevolume", "storage_volume_mount"} {
+	for _, op := range []string{PLEGRelistInterval, "get_container_events", "api_get", "csi_nodegetcapabilities", "storage_volume_mount"} {
 		if _, ok := tm.Operations[op]; ok {
 			t.Errorf("operations %v: %s kept", slices.Sorted(maps.Keys(tm.Operations)), op)
 		}

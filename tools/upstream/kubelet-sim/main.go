@@ -27,6 +27,7 @@ import (
 
 	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/apilatency"
 	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/containerruntime"
+	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/csilatency"
 	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/node"
 	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/volumes"
 )
@@ -137,7 +138,19 @@ func run() error {
 	nodeLister := nodeInformers.Core().V1().Nodes().Lister()
 	var vols node.VolumeManager
 	if *driverName != "" {
-		m, err := volumes.New(volumes.Config{NodeName: name, Client: client, DriverName: *driverName, Endpoint: *endpoint,
+		csiEndpoint := *endpoint
+		if rt.CSICalls() {
+			// The CSI plugin dials the proxy, which holds the volume calls to
+			// kind's times; an abstract socket, so no path to clean up or to
+			// keep under the socket path's length limit.
+			p, err := csilatency.Start(ctx, fmt.Sprintf("@kubelet-sim-csi-%d-%s", os.Getpid(), name), *endpoint, rt)
+			if err != nil {
+				return err
+			}
+			defer p.Stop()
+			csiEndpoint = p.Endpoint
+		}
+		m, err := volumes.New(volumes.Config{NodeName: name, Client: client, DriverName: *driverName, Endpoint: csiEndpoint,
 			RootDir: *rootDir, NodeInformers: nodeInformers})
 		if err != nil {
 			return usageError{err}

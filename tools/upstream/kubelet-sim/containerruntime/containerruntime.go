@@ -21,6 +21,7 @@ import (
 	"math"
 	"math/rand/v2"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -74,6 +75,22 @@ const APIPrefix = "api_"
 // APIOperation is the operation of a request with the HTTP method.
 func APIOperation(method string) string { return APIPrefix + strings.ToLower(method) }
 
+// CSIVolumeOperations are the operations a Timings file may have for the
+// kubelet's CSI calls that stage, publish, unpublish and unstage a volume:
+// pkg/volume/csi's csi_operations_seconds by method, as the real kubelet
+// measured them (its gRPC call, the driver's mount or unmount inside it).
+// kubelet-sim holds its own calls of these methods to them
+// (tools/upstream/kubelet-sim/csilatency). The driver's other calls
+// (NodeGetCapabilities, NodeGetInfo) are not held: their histogram's first
+// bucket, 0-100 ms, holds almost all of them, and the kind kubelets' logs
+// put them near 0 (UnmountDevice, a capabilities call and an unstage, took
+// no longer than the unstage alone), where a draw would put them at 50 ms.
+var CSIVolumeOperations = []string{"csi_nodestagevolume", "csi_nodepublishvolume", "csi_nodeunpublishvolume", "csi_nodeunstagevolume"}
+
+// CSIOperation is the operation of a CSI call with the gRPC method
+// ("NodeUnstageVolume" -> "csi_nodeunstagevolume").
+func CSIOperation(method string) string { return "csi_" + strings.ToLower(method) }
+
 // Histogram is a Prometheus histogram of one operation's duration.
 // Counts[i] operations took at most Bounds[i] seconds and more than
 // Bounds[i-1] (0 for i = 0); the last count, one past the bounds, took
@@ -104,7 +121,7 @@ type Timings struct {
 // operation in it, and bounds that increase.
 func (t *Timings) Validate() error {
 	for op, h := range t.Operations {
-		if op != PLEGRelist && op != PLEGRelistInterval && !strings.HasPrefix(op, APIPrefix) {
+		if op != PLEGRelist && op != PLEGRelistInterval && !strings.HasPrefix(op, APIPrefix) && !slices.Contains(CSIVolumeOperations, op) {
 			continue
 		}
 		if err := validate(op, h); err != nil {
@@ -207,8 +224,10 @@ type Runtime struct {
 	mu  sync.Mutex
 	rng *rand.Rand
 	// apiRNG draws the API requests' times apart from rng, so that a
-	// timings file with them leaves the runtime's own draws as they were.
+	// timings file with them leaves the runtime's own draws as they were;
+	// csiRNG the CSI calls', for the same reason.
 	apiRNG *rand.Rand
+	csiRNG *rand.Rand
 }
 
 // New returns a runtime drawing from timings with a generator seeded by
@@ -220,7 +239,8 @@ func New(timings *Timings, seed uint64) (*Runtime, error) {
 	}
 	return &Runtime{timings: timings, sleep: Sleep,
 		rng:    rand.New(rand.NewPCG(seed, 0x6b7562656c6574)),
-		apiRNG: rand.New(rand.NewPCG(seed, 0x617069))}, nil
+		apiRNG: rand.New(rand.NewPCG(seed, 0x617069)),
+		csiRNG: rand.New(rand.NewPCG(seed, 0x637369))}, nil
 }
 
 // Source is where the timings were measured ("" for the instant runtime).
@@ -260,6 +280,40 @@ func (r *Runtime) APIRequests() bool {
 	}
 	for op := range r.timings.Operations {
 		if strings.HasPrefix(op, APIPrefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// CSICall draws how long one CSI call of the gRPC method takes a real
+// kubelet. ok is false when the method is not one of CSIVolumeOperations,
+// the timings have no such calls, or the runtime is instant: the call takes
+// what it takes.
+func (r *Runtime) CSICall(method string) (d time.Duration, ok bool) {
+	if r == nil {
+		return 0, false
+	}
+	op := CSIOperation(method)
+	if !slices.Contains(CSIVolumeOperations, op) {
+		return 0, false
+	}
+	h, ok := r.timings.Operations[op]
+	if !ok {
+		return 0, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return Draw(h, r.csiRNG), true
+}
+
+// CSICalls is whether the timings have any of CSIVolumeOperations.
+func (r *Runtime) CSICalls() bool {
+	if r == nil {
+		return false
+	}
+	for _, op := range CSIVolumeOperations {
+		if _, ok := r.timings.Operations[op]; ok {
 			return true
 		}
 	}

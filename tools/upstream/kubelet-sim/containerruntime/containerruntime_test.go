@@ -216,6 +216,59 @@ func TestAPIRequest(t *testing.T) {
 	}
 }
 
+// A CSI volume call is drawn from its method's histogram when the timings
+// measured it; other CSI calls are not drawn, measured or not; drawing the
+// calls leaves the runtime's and the API requests' draws as they were.
+func TestCSICall(t *testing.T) {
+	one := Histogram{Bounds: []float64{1}, Counts: []uint64{0, 1}}
+	spread := Histogram{Bounds: []float64{0.01, 0.1, 1}, Counts: []uint64{1, 1, 1, 0}}
+	tm := timings(spread)
+	tm.Operations[CSIOperation("NodeUnstageVolume")] = one
+	tm.Operations[CSIOperation("NodeGetCapabilities")] = one
+	tm.Operations[APIOperation("PATCH")] = spread
+	r, err := New(tm, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method string
+		want   time.Duration
+		wantOK bool
+	}{
+		{"NodeUnstageVolume", time.Second, true},
+		{"NodePublishVolume", 0, false},   // a volume call, not measured
+		{"NodeGetCapabilities", 0, false}, // measured, not a volume call
+	} {
+		if d, ok := r.CSICall(tc.method); d != tc.want || ok != tc.wantOK {
+			t.Errorf("CSICall(%s) = %v, %v; want %v, %v", tc.method, d, ok, tc.want, tc.wantOK)
+		}
+	}
+	var instant *Runtime
+	if _, ok := instant.CSICall("NodeUnstageVolume"); ok || instant.CSICalls() {
+		t.Error("the instant runtime drew a CSI call")
+	}
+	plainTimings := timings(spread)
+	plainTimings.Operations[APIOperation("PATCH")] = spread
+	plain, err := New(plainTimings, 7)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !r.CSICalls() || plain.CSICalls() {
+		t.Errorf("CSICalls() = %v with a call measured, %v without", r.CSICalls(), plain.CSICalls())
+	}
+	for i := range 20 {
+		r.CSICall("NodeUnstageVolume")
+		if a, b := r.draw(StopContainer), plain.draw(StopContainer); a != b {
+			t.Fatalf("draw %d: %v with CSI calls drawn between, %v without", i, a, b)
+		}
+		a, _ := r.APIRequest("PATCH")
+		b, _ := plain.APIRequest("PATCH")
+		if a != b {
+			t.Fatalf("request %d: %v with CSI calls drawn between, %v without", i, a, b)
+		}
+	}
+}
+
 // A cancelled pod start does not sit out its drawn time.
 func TestCancelledStart(t *testing.T) {
 	long := Histogram{Bounds: []float64{3600}, Counts: []uint64{0, 1}}
