@@ -151,7 +151,8 @@ func writeRuntimeOps(b *bytes.Buffer, r *report.Report) {
 				"(kubelet_runtime_operations_duration_seconds), and their PLEG's relists (pleg_relist: kubelet_pleg_relist_duration_seconds; " +
 				"pleg_relist_interval, from one relist's start to the next's: kubelet_pleg_relist_interval_seconds, shown, not drawn: kubelet-sim starts a relist a period after the last one ended); p50 / p90 ms read inside the buckets: " +
 				"what kubelet-sim draws from (`strandlab runtime-timings`), with the kubelets' own API requests by verb " +
-				"(api_*: rest_client_request_duration_seconds). Beside them, read and not drawn: CSI calls by method (csi_*: csi_operations_seconds) " +
+				"(api_*: rest_client_request_duration_seconds) and their CSI volume calls (csi_nodestagevolume, csi_nodepublishvolume, csi_nodeunpublishvolume, " +
+				"csi_nodeunstagevolume: csi_operations_seconds). Beside them, read and not drawn: the other CSI calls (csi_*) " +
 				"and volume operations (storage_*: storage_operation_duration_seconds), whose first bucket ends at 100 ms.\n\n| build | operation | count | p50 / p90 ms |\n|---|---|---:|---|\n")
 			header = true
 		}
