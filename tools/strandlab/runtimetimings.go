@@ -28,8 +28,10 @@ churn) into the JSON file kubelet-sim draws its simulated container runtime
 from: the histograms of run_podsandbox, create_container, start_container,
 stop_container and stop_podsandbox (and of reading a pod back), the PLEG's
 relists and the kubelets' API requests by HTTP method (api_get, api_patch,
-...: kubelet-sim holds its own requests back to them) where the reports
-have them, and a source line naming the reports, their provider,
+...: kubelet-sim holds its own requests back to them) and their CSI volume
+calls (csi_nodestagevolume, csi_nodepublishvolume, csi_nodeunpublishvolume,
+csi_nodeunstagevolume: kubelet-sim holds its own calls to them) where the
+reports have them, and a source line naming the reports, their provider,
 Kubernetes version and date. Each argument is a report
 directory or a report.json. Every build of every report is pooled.
 
@@ -128,6 +130,19 @@ func poolTimings(reports []*report.Report) (runtimeops.Timings, error) {
 		alsoRead += " and rest_client_request_duration_seconds"
 		slices.Sort(apiOps)
 		for _, op := range apiOps {
+			counts = append(counts, fmt.Sprintf("%s %d", op, total[op].Total()))
+		}
+	}
+	var csiOps []string
+	for _, op := range runtimeops.CSIVolumeOperations {
+		if total[op].Total() > 0 {
+			csiOps = append(csiOps, op)
+		}
+	}
+	if len(csiOps) > 0 {
+		// kubelet-sim holds its CSI volume calls to these times.
+		alsoRead += " and csi_operations_seconds"
+		for _, op := range csiOps {
 			counts = append(counts, fmt.Sprintf("%s %d", op, total[op].Total()))
 		}
 	}

@@ -11,11 +11,12 @@ import (
 )
 
 // kindReport is a kind run whose churn saw n of each pod operation, n
-// status writes (api_patch) and n NodeStageVolume calls (read, not drawn),
+// status writes (api_patch), n NodeStageVolume calls (drawn) and n
+// NodeGetCapabilities calls (read, not drawn),
 // each in the bucket of at most bound seconds.
 func kindReport(id string, n uint64, bound int) *report.Report {
 	ops := runtimeops.Ops{}
-	for _, op := range append([]string{runtimeops.APIPrefix + "patch", "csi_nodestagevolume"}, runtimeops.PodOperations...) {
+	for _, op := range append([]string{runtimeops.APIPrefix + "patch", "csi_nodestagevolume", "csi_nodegetcapabilities"}, runtimeops.PodOperations...) {
 		h := runtimeops.Histogram{Bounds: []float64{0.1, 1, 10}, Counts: make([]uint64, 4)}
 		h.Counts[bound] = n
 		ops[op] = h
@@ -47,10 +48,14 @@ func TestWriteReferenceTimingsPoolsTheKindRuns(t *testing.T) {
 	if got := tm.Operations[runtimeops.APIPrefix+"patch"].Total(); got != 5 {
 		t.Errorf("api_patch: %d requests pooled, want 5", got)
 	}
-	if _, ok := tm.Operations["csi_nodestagevolume"]; ok {
-		t.Error("csi_nodestagevolume pooled: nothing draws it")
+	if got := tm.Operations["csi_nodestagevolume"].Total(); got != 5 {
+		t.Errorf("csi_nodestagevolume: %d calls pooled, want 5", got)
 	}
-	for _, want := range []string{"kind kubelets v1.37.2", "kind-1, kind-2", "run_podsandbox 5", "rest_client_request_duration_seconds", "api_patch 5"} {
+	if _, ok := tm.Operations["csi_nodegetcapabilities"]; ok {
+		t.Error("csi_nodegetcapabilities pooled: nothing draws it")
+	}
+	for _, want := range []string{"kind kubelets v1.37.2", "kind-1, kind-2", "run_podsandbox 5", "rest_client_request_duration_seconds", "api_patch 5",
+		"csi_operations_seconds", "csi_nodestagevolume 5"} {
 		if !strings.Contains(tm.Source, want) {
 			t.Errorf("source %q lacks %q", tm.Source, want)
 		}
