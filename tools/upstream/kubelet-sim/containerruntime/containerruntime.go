@@ -264,13 +264,18 @@ func (r *Runtime) APIRequest(method string) (d time.Duration, ok bool) {
 	if r == nil {
 		return 0, false
 	}
-	h, ok := r.timings.Operations[APIOperation(method)]
+	return r.drawWith(APIOperation(method), r.apiRNG)
+}
+
+// drawWith draws op with rng; ok is false when the timings have no op.
+func (r *Runtime) drawWith(op string, rng *rand.Rand) (time.Duration, bool) {
+	h, ok := r.timings.Operations[op]
 	if !ok {
 		return 0, false
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	return Draw(h, r.apiRNG), true
+	return Draw(h, rng), true
 }
 
 // APIRequests is whether the timings have any API request's time.
@@ -298,13 +303,7 @@ func (r *Runtime) CSICall(method string) (d time.Duration, ok bool) {
 	if !slices.Contains(CSIVolumeOperations, op) {
 		return 0, false
 	}
-	h, ok := r.timings.Operations[op]
-	if !ok {
-		return 0, false
-	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	return Draw(h, r.csiRNG), true
+	return r.drawWith(op, r.csiRNG)
 }
 
 // CSICalls is whether the timings have any of CSIVolumeOperations.

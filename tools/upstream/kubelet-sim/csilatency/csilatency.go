@@ -23,6 +23,8 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/strandlab/strandlab/tools/upstream/kubelet-sim/containerruntime"
 )
 
 // Drawer draws one call's time by the gRPC method's name ("NodeUnpublishVolume");
@@ -46,7 +48,7 @@ type Proxy struct {
 // Start serves a proxy of the driver at driverEndpoint on endpoint (a unix
 // socket path, or "@name" for an abstract one) until ctx ends or Stop.
 func Start(ctx context.Context, endpoint, driverEndpoint string, draw Drawer) (*Proxy, error) {
-	return start(ctx, endpoint, driverEndpoint, draw, sleep)
+	return start(ctx, endpoint, driverEndpoint, draw, containerruntime.Sleep)
 }
 
 func start(ctx context.Context, endpoint, driverEndpoint string, draw Drawer, sleep func(context.Context, time.Duration) error) (*Proxy, error) {
@@ -105,17 +107,6 @@ func (p *Proxy) forward(_ any, stream grpc.ServerStream) error {
 		return err
 	}
 	return stream.SendMsg(&resp)
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // frame is one message as it goes over the wire: the proxy does not
