@@ -9,10 +9,13 @@ stages of the workload's pods (namespace strandlab):
   start: the volume wait's start -> volumes attached and mounted -> Running
          written (kind: the status manager's PATCH with phase Running;
          kubelet-sim: "Pod running", after its synchronous PATCH)
-  stop (kind only: kubelet-sim does not log these steps):
-         SyncTerminatingPod enter -> containers stopped -> terminal phase
+  stop: the pod workers' "begin teardown" (the delete seen) ->
+         SyncTerminatingPod enter (the wait for a relist newer than the
+         last sync) -> containers stopped (kind also: killing -> exited)
+         -> the pod workers' end of termination; the terminal phase
          PATCHed, and where that PATCH falls against SyncTerminatedPod
-         (the relist after the terminating sync) and TerminatePod
+         (the relist after the terminating sync). kubelet-sim logs the
+         same lines at -v=4, not the container's kill and exit
   teardown: the pod worker's end of termination ("Pod terminated all
          containers successfully", after which the volume manager's
          populator may drop the pod's volumes) -> UnmountVolume started ->
@@ -28,6 +31,7 @@ verbose kubelets cost CPU, so the absolute figures are a little slower than
 a measuring run's.
 
   released (with --report, the run's report.json): the delete -> the
+         old node's pod workers beginning the teardown, the delete -> the
          old node's UnmountVolume started, and "Volume detached" -> the
          harness seeing the volume leave status.volumesInUse (the node
          status update), joined on the pod's name, node and delete time
@@ -46,6 +50,8 @@ HEADER = re.compile(r'^.*?[IWE]\d{4} (\d\d:\d\d:\d\d\.\d{6})\s+\d+ \S+\] "((?:[^
 POD = re.compile(r'\bpod="strandlab/([^"]+)"')
 UID = re.compile(r'podUID="([^"]+)"')
 PHASE = re.compile(r'\\"phase\\":\\"(\w+)\\"')
+TERMINATED = 'Pod terminated all containers successfully'
+BEGIN_TEARDOWN = 'Pod is marked for graceful deletion, begin teardown'
 
 
 def seconds(clock):
@@ -65,10 +71,14 @@ def read(paths):
                 m = HEADER.match(line)
                 if not m:
                     continue
-                pod = POD.search(m.group(3))
-                if not pod:
-                    continue
                 msg, rest, t = m.group(2), m.group(3), seconds(m.group(1))
+                pod = POD.search(rest)
+                if not pod:
+                    # The pod workers' end of termination names only the UID.
+                    uid = UID.search(rest)
+                    if msg == TERMINATED and uid:
+                        by_uid[uid.group(1)][msg].append(t)
+                    continue
                 if msg == 'Patch status for pod':
                     phase = PHASE.search(rest)
                     msg = 'PATCH ' + (phase.group(1) if phase else '-')
@@ -119,9 +129,19 @@ def stop_stages(by_uid):
         enter, stopped = first.get('SyncTerminatingPod enter'), first.get('Pod termination stopped all running containers')
         terminal = min([t for k in ('PATCH Succeeded', 'PATCH Failed') for t in events.get(k, [])], default=None)
         terminated = first.get('SyncTerminatedPod enter')
+        begin = first.get(BEGIN_TEARDOWN)
+        if begin is not None and enter is not None:
+            rows['stop: teardown begins -> terminating sync'].append(enter - begin)
         if enter is None or stopped is None:
             continue
         rows['stop: terminating sync -> containers stopped'].append(stopped - enter)
+        kill, exited = first.get('Killing container with a grace period'), first.get('Container exited normally')
+        if kill is not None and exited is not None:  # kind only: kubelet-sim does not log these
+            rows['stop: terminating sync -> killing container'].append(kill - enter)
+            rows['stop: killing container -> container exited'].append(exited - kill)
+            rows['stop: container exited -> containers stopped'].append(stopped - exited)
+        if first.get(TERMINATED) is not None:
+            rows['stop: containers stopped -> containers ended'].append(first[TERMINATED] - stopped)
         if terminated is not None:
             rows['stop: containers stopped -> terminated sync'].append(terminated - stopped)
         if terminal is not None:
@@ -138,7 +158,6 @@ UNIQUE = re.compile(r'(?:UniqueName: |for volume )\\?"(kubernetes\.io/csi/[^"\\]
 ANY_UID = re.compile(r'(?:UID: |podUID=)\\?"([0-9a-f-]{36})')
 TEARDOWN = ('operationExecutor.UnmountVolume started', 'UnmountVolume.TearDown succeeded',
             'operationExecutor.UnmountDevice started', 'UnmountDevice succeeded', 'Volume detached')
-TERMINATED = 'Pod terminated all containers successfully'
 
 
 def teardown_stages(paths, teardowns=None):
@@ -188,7 +207,7 @@ def teardown_stages(paths, teardowns=None):
     return rows
 
 
-def released_stages(report_path, by_uid_names, teardowns):
+def released_stages(report_path, by_uid, by_uid_names, teardowns):
     """Joins the harness's report (cycle_log: the old pod, its node, the
     delete and the delete -> released) with the old node's teardown: the
     volume's "Volume detached" -> the harness seeing it leave the node's
@@ -209,7 +228,11 @@ def released_stages(report_path, by_uid_names, teardowns):
                     and by_uid_names.get(td[1]) == c['pod'] and td[2] > t_del]
             if not ours:
                 continue
-            _, _, started, detached = min(ours, key=lambda td: td[2])
+            _, uid, started, detached = min(ours, key=lambda td: td[2])
+            begin = after(by_uid.get(uid, {}).get(BEGIN_TEARDOWN, []), t_del)
+            if begin is not None and begin < started:
+                # The API server's delete reaching the kubelet's pod workers.
+                rows['released: delete -> teardown begins'].append(begin - t_del)
             rows['released: delete -> UnmountVolume started'].append(started - t_del)
             rows['released: Volume detached -> released (harness)'].append(t_rel - detached)
     return rows
@@ -234,7 +257,7 @@ def main(args):
     teardowns = []
     rows.update(teardown_stages(paths, teardowns))
     if report:
-        rows.update(released_stages(report, names, teardowns))
+        rows.update(released_stages(report, by_uid, names, teardowns))
     print('| stage | n | p10 ms | p50 ms | p90 ms |')
     print('|---|---:|---:|---:|---:|')
     for name, xs in rows.items():

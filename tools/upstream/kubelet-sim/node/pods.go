@@ -156,6 +156,11 @@ func (pw *podWorkers) update(ctx context.Context, pod *corev1.Pod) {
 	pw.mu.Unlock()
 	// Admission: the pod manager has the pod before its worker syncs it.
 	pw.node.cfg.Volumes.AdmitPod(pod)
+	if prev := w.latest.Load(); pod.DeletionTimestamp != nil && (prev == nil || prev.DeletionTimestamp == nil) {
+		// podWorkers.UpdatePod's line, so that the termination's stages
+		// read alike from both kubelets' logs (tools/diagnostics).
+		klog.FromContext(ctx).V(4).Info("Pod is marked for graceful deletion, begin teardown", "pod", klog.KObj(pod), "podUID", pod.UID)
+	}
 	w.latest.Store(pod)
 	w.send(pod)
 }
@@ -432,6 +437,9 @@ func (pw *podWorkers) terminate(ctx context.Context, w *podWorker, pod *corev1.P
 	if err := n.awaitRelist(ctx, *lastSync); err != nil {
 		return err
 	}
+	// The sync's lines are Kubelet.SyncTerminatingPod's and
+	// SyncTerminatedPod's, for tools/diagnostics.
+	log.V(4).Info("SyncTerminatingPod enter", "pod", klog.KObj(pod), "podUID", pod.UID)
 	before := pw.currentStatus(pod)
 	n.statuses.SetPodStatus(log, pod, before)
 	if *running {
@@ -466,6 +474,7 @@ func (pw *podWorkers) terminate(ctx context.Context, w *podWorker, pod *corev1.P
 		return corev1.ContainerState{Terminated: t}
 	}, false)
 	n.statuses.SetPodStatus(log, pod, stopped)
+	log.V(4).Info("Pod termination stopped all running containers", "pod", klog.KObj(pod), "podUID", pod.UID)
 	terminatingEnded := time.Now()
 	*lastSync = terminatingEnded
 	w.terminated.Store(true)
@@ -478,6 +487,7 @@ func (pw *podWorkers) terminate(ctx context.Context, w *podWorker, pod *corev1.P
 	if err := n.awaitRelist(ctx, terminatingEnded); err != nil {
 		return err
 	}
+	log.V(4).Info("SyncTerminatedPod enter", "pod", klog.KObj(pod), "podUID", pod.UID)
 	latest := w.latest.Load()
 	n.statuses.SetPodStatus(log, latest, stopped)
 	if err := n.cfg.Volumes.UnmountPodVolumes(ctx, pod); err != nil {
