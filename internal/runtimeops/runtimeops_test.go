@@ -175,3 +175,44 @@ func equalOps(a, b Ops) bool {
 	}
 	return true
 }
+
+// The sandbox stops a kind kubelet makes twice (its kill, then the GC's on
+// a sandbox already stopped) come out fastest first, down to one per
+// sandbox started; the source says how many.
+func TestNewTimingsLeavesOutTheGCsSandboxStops(t *testing.T) {
+	bounds := []float64{0.005, 0.5, 3}
+	for _, tc := range []struct {
+		name          string
+		started       uint64
+		stops         []uint64
+		want          []uint64
+		sourceMention bool
+	}{
+		{"the GC's stops, all in the first bucket", 4, []uint64{4, 0, 3, 1}, []uint64{0, 0, 3, 1}, true},
+		{"more than the first bucket", 4, []uint64{3, 2, 3, 0}, []uint64{0, 1, 3, 0}, true},
+		{"one stop per sandbox: kept", 4, []uint64{1, 0, 3, 0}, []uint64{1, 0, 3, 0}, false},
+		{"fewer stops than starts: kept", 5, []uint64{1, 0, 3, 0}, []uint64{1, 0, 3, 0}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ops := Ops{}
+			for _, op := range PodOperations {
+				ops[op] = Histogram{Bounds: bounds, Counts: []uint64{1, 0, 0, 0}}
+			}
+			ops[RunPodSandbox] = Histogram{Bounds: bounds, Counts: []uint64{0, 0, tc.started, 0}}
+			ops[StopPodSandbox] = Histogram{Bounds: bounds, Counts: tc.stops}
+			tm, err := NewTimings("kind", ops)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := tm.Operations[StopPodSandbox].Counts; !slices.Equal(got, tc.want) {
+				t.Errorf("stop_podsandbox counts %v, want %v", got, tc.want)
+			}
+			if got := strings.Contains(tm.Source, "fastest calls"); got != tc.sourceMention {
+				t.Errorf("source %q: mentions the trim %v, want %v", tm.Source, got, tc.sourceMention)
+			}
+			if !slices.Equal(ops[StopPodSandbox].Counts, tc.stops) {
+				t.Errorf("the measured histogram changed: %v", ops[StopPodSandbox].Counts)
+			}
+		})
+	}
+}
