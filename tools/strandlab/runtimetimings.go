@@ -26,7 +26,9 @@ func runtimeTimingsCommand() *cobra.Command {
 reads each kubelet's kubelet_runtime_operations_duration_seconds around the
 churn) into the JSON file kubelet-sim draws its simulated container runtime
 from: the histograms of run_podsandbox, create_container, start_container,
-stop_container and stop_podsandbox (and of reading a pod back), the PLEG's
+stop_container and stop_podsandbox (the kills' stops alone: the container
+GC's second stop of each sandbox, which returns at once, is taken out down
+to one stop per sandbox started), reading a pod back, the PLEG's
 relists and the kubelets' API requests by HTTP method (api_get, api_patch,
 ...: kubelet-sim holds its own requests back to them) and their CSI volume
 calls (csi_nodestagevolume, csi_nodepublishvolume, csi_nodeunpublishvolume,
