@@ -32,6 +32,14 @@ CLUSTER_OWNER_CONSENT ?=
 # CSI_DRIVER=upstream (kind, 1 worker): upstream's csi-driver-host-path from
 # registry.k8s.io instead of strandlab's driver (docs/kind.md).
 CSI_DRIVER ?=
+# UNTIL_VERDICT=1: rounds of CYCLES (default: the scenario's) until each
+# build's sequential test against stock decides (docs/statistics.md, "Until
+# a verdict"); MAX_CYCLES bounds each build's cycles, VERDICT_ALPHA and
+# VERDICT_MARGIN set the design.
+UNTIL_VERDICT ?=
+MAX_CYCLES ?=
+VERDICT_ALPHA ?=
+VERDICT_MARGIN ?=
 
 RUN_FLAGS := --scenario $(SCENARIO) \
 	$(if $(BUILDS),--builds $(BUILDS)) \
@@ -44,6 +52,10 @@ RUN_FLAGS := --scenario $(SCENARIO) \
 	$(if $(CSI_DRIVER),--csi-driver $(CSI_DRIVER)) \
 	$(if $(RUNTIME_TIMINGS),--runtime-timings $(RUNTIME_TIMINGS)) \
 	$(if $(filter 1 true yes,$(CLUSTER_OWNER_CONSENT)),--cluster-owner-consent) \
+	$(if $(filter 1 true yes,$(UNTIL_VERDICT)),--until-verdict) \
+	$(if $(MAX_CYCLES),--max-cycles $(MAX_CYCLES)) \
+	$(if $(VERDICT_ALPHA),--verdict-alpha $(VERDICT_ALPHA)) \
+	$(if $(VERDICT_MARGIN),--verdict-margin $(VERDICT_MARGIN)) \
 	--output $(OUTPUT)
 
 .PHONY: help
@@ -56,7 +68,7 @@ binaries: ## build the pinned upstream binaries (cached by pin) and strandlab's 
 	@$(GO) build -o $(BIN)/strandlab ./tools/strandlab
 
 .PHONY: e2e
-e2e: binaries ## run SCENARIO on a local cluster and write the report (vars: SCENARIO BUILDS PROVIDER CYCLES SEED KEEP CHECK RUN_ID_SUFFIX RUNTIME_TIMINGS CLUSTER_OWNER_CONSENT)
+e2e: binaries ## run SCENARIO on a local cluster and write the report (vars: SCENARIO BUILDS PROVIDER CYCLES SEED KEEP CHECK RUN_ID_SUFFIX RUNTIME_TIMINGS CLUSTER_OWNER_CONSENT UNTIL_VERDICT MAX_CYCLES VERDICT_ALPHA VERDICT_MARGIN)
 	@$(BIN)/strandlab run $(RUN_FLAGS)
 
 .PHONY: soak

@@ -63,6 +63,9 @@ type Report struct {
 	// say where its figures are approximate. All absent from a run's report.
 	MergedFrom []string `json:"merged_from,omitempty"`
 	Notes      []string `json:"notes,omitempty"`
+	// Sequential is the comparison of a run until a verdict
+	// (sequential.go): its rounds are in MergedFrom.
+	Sequential *Sequential `json:"sequential,omitempty"`
 }
 
 // Build is the outcome for one controller build.

@@ -83,6 +83,10 @@ type Options struct {
 	// are to be read step by step (-v=4 logs each pod's syncs, -v=3 each
 	// status patch). It costs the kubelets CPU: not for measuring runs.
 	KubeletVerbosity int
+	// UntilVerdict (--until-verdict) runs the builds in rounds until each
+	// build's sequential test against stock decides (verdict.go); nil runs
+	// the scenario's cycles once.
+	UntilVerdict *report.SequentialDesign
 }
 
 // runIDSuffix is what --run-id-suffix accepts: it ends the report
@@ -144,6 +148,11 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 	if err := sc.Validate(); err != nil {
 		return nil, fmt.Errorf("scenario %s (with overrides): %w", opts.ScenarioPath, err)
 	}
+	if opts.UntilVerdict != nil {
+		if err := CheckUntilVerdict(*opts.UntilVerdict, sc.Builds); err != nil {
+			return nil, fmt.Errorf("scenario %s: %w", opts.ScenarioPath, err)
+		}
+	}
 	provider, err := opts.Providers.Lookup(ctx, sc.Cluster.Provider)
 	if err != nil {
 		return nil, fmt.Errorf("scenario %s: cluster.provider: %w", opts.ScenarioPath, err)
@@ -190,11 +199,19 @@ func Prepare(ctx context.Context, opts Options) (*scenario.Scenario, error) {
 // Run executes the scenario and returns the report directory. The report is
 // written (marked partial) even when the run is interrupted or fails midway.
 func Run(ctx context.Context, opts Options, sc *scenario.Scenario) (string, error) {
-	reportDir, runID, err := report.ClaimDir(filepath.Join(opts.OutputDir, "reports"), runIDOf(time.Now(), sc.Name, opts.RunIDSuffix))
+	if opts.UntilVerdict != nil {
+		return runUntilVerdict(ctx, opts, sc)
+	}
+	return runInto(ctx, opts, sc, filepath.Join(opts.OutputDir, "reports"), runIDOf(time.Now(), sc.Name, opts.RunIDSuffix), filepath.Join(opts.OutputDir, "reports", "latest"))
+}
+
+// runInto runs sc once, its report in a directory claimed under root as
+// id, copied to latest when that is not "".
+func runInto(ctx context.Context, opts Options, sc *scenario.Scenario, root, id, latest string) (string, error) {
+	reportDir, runID, err := report.ClaimDir(root, id)
 	if err != nil {
 		return "", fmt.Errorf("create the report directory: %w", err)
 	}
-	latest := filepath.Join(opts.OutputDir, "reports", "latest")
 	rep := &report.Report{
 		RunID: runID, Scenario: sc.Name, Provider: sc.Cluster.Provider, Seed: sc.Seed,
 		Components: map[string]provenance.Component{}, Builds: []report.Build{}, StartedAt: time.Now().UTC(),

@@ -136,6 +136,8 @@ func runCommand() *cobra.Command {
 		seed      int64
 		check     bool
 		ext       existingFlags
+		verdict   bool
+		design    = report.SequentialDesign{Alpha: 0.001, Margin: 0.005, MaxCycles: 20000}
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -172,6 +174,15 @@ anything is touched. See docs/existing.md.`,
 			}
 			if cmd.Flags().Changed("seed") {
 				opts.Seed = &seed
+			}
+			if verdict {
+				opts.UntilVerdict = &design
+			} else {
+				for _, name := range []string{"verdict-alpha", "verdict-margin", "max-cycles"} {
+					if cmd.Flags().Changed(name) {
+						return fmt.Errorf("--%s: only with --until-verdict", name)
+					}
+				}
 			}
 			if len(scenarios) == 0 {
 				return errors.New("--scenario: at least one scenario file is required")
@@ -224,6 +235,7 @@ anything is touched. See docs/existing.md.`,
 					dirs = append(dirs, dir)
 					if rep, rerr := report.Read(filepath.Join(dir, "report.json")); rerr == nil {
 						fmt.Fprintf(os.Stderr, "\n%s\n%s", sc.Name, render.Table(rep))
+						fmt.Fprint(os.Stderr, render.Verdicts(rep))
 					}
 				}
 				if ctx.Err() != nil {
@@ -258,6 +270,10 @@ anything is touched. See docs/existing.md.`,
 	f.StringVar(&opts.CSIDeployment, "csi-driver", "", "the CSI driver the cluster runs: strandlab (default) or upstream (kind, 1 worker, images from registry.k8s.io: docs/kind.md)")
 	f.StringVar(&opts.RuntimeTimings, "runtime-timings", "", "local provider: the timings file kubelet-sim draws its container runtime from (strandlab runtime-timings writes one from kind reports; default: kubelet-sim's built-in, measured on kind)")
 	f.IntVar(&opts.KubeletVerbosity, "kubelet-verbosity", 0, "the kubelets' log verbosity, 0-10 (kind: the kubelet's -v, 4 logs each pod's syncs and 3 each status patch, in the run's logs/kind; local: kubelet-sim's -v); for reading a run's kubelet logs, not for measuring: it costs the kubelets CPU")
+	f.BoolVar(&verdict, "until-verdict", false, "run stock and the other builds in rounds (--cycles each: a round's cycles), fresh clusters and the next seed each round, until a sequential test of each build against stock decides: less, more, or no difference larger than --verdict-margin (docs/statistics.md)")
+	f.Float64Var(&design.Alpha, "verdict-alpha", design.Alpha, "--until-verdict: the chance of each kind of wrong verdict, however many rounds are looked at")
+	f.Float64Var(&design.Margin, "verdict-margin", design.Margin, "--until-verdict: the difference of stranding-episode rates (per cycle) that 'no difference' rules out (0.005: 5 per 1,000 cycles)")
+	f.IntVar(&design.MaxCycles, "max-cycles", design.MaxCycles, "--until-verdict: stop undecided before a build would run more cycles than this")
 	f.StringVar(&opts.RunIDSuffix, "run-id-suffix", "", "append -SUFFIX to the run id (and report directory): shards of one scenario run in the same second stay distinct for strandlab merge")
 	ext.register(cmd)
 	return cmd

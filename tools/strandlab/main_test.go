@@ -108,3 +108,35 @@ func TestRunExistingWithoutConsent(t *testing.T) {
 		t.Errorf("the output directory was created: %v", serr)
 	}
 }
+
+// A run until a verdict with a bad design or builds fails before anything
+// is started or written, naming the flag.
+func TestRunUntilVerdictRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--verdict-alpha", "0.01"}, "--verdict-alpha: only with --until-verdict"},
+		{[]string{"--max-cycles", "100"}, "--max-cycles: only with --until-verdict"},
+		{[]string{"--until-verdict", "--verdict-alpha", "2"}, "--verdict-alpha: 2 is not in (0, 1)"},
+		{[]string{"--until-verdict", "--verdict-margin", "0"}, "--verdict-margin: 0 is not a rate in (0, 1)"},
+		{[]string{"--until-verdict", "--max-cycles", "-1"}, "--max-cycles: -1 is negative"},
+		{[]string{"--until-verdict", "--builds", "fix"}, "need stock, the build the others are tested against"},
+		{[]string{"--until-verdict", "--builds", "stock"}, "need one to test against stock"},
+	} {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			out := filepath.Join(t.TempDir(), "out")
+			cmd := runCommand()
+			cmd.SetArgs(append([]string{"--scenario", "../../scenarios/seed-122413.yaml", "--output", out}, tc.args...))
+			cmd.SetContext(context.Background())
+			cmd.SetOut(io.Discard)
+			cmd.SetErr(io.Discard)
+			if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("run %v = %v, want an error containing %q", tc.args, err, tc.want)
+			}
+			if _, serr := os.Stat(out); !os.IsNotExist(serr) {
+				t.Errorf("the output directory was created: %v", serr)
+			}
+		})
+	}
+}

@@ -124,6 +124,7 @@ func CompareMarkdown(r *report.Report) string {
 	}
 
 	writeTests(&b, r)
+	writeSequential(&b, r)
 
 	b.WriteString("\n## Controller API requests per cycle\n\n")
 	if keys := requestKeys(r.Builds); len(keys) == 0 {
