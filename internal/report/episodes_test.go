@@ -244,7 +244,7 @@ func TestEpisodesAndRoundsInTheReport(t *testing.T) {
 		"| stranding episodes | 1 | 0 |",
 		fmt.Sprintf("| 95%% CI, rounds as unit | [%.4f, %.4f], 3 units, design effect %.2f |", units.Low, units.High, units.DesignEffect),
 		// 0 episodes of 12 cycles vs 1 of the 11 that could begin one.
-		"| fix | 0/12 vs 1/11 | fisher-exact one-sided (fewer stranding episodes) |",
+		"| fix | stranding episodes | 0/12 vs 1/11 | fisher-exact one-sided (fewer stranding episodes) |",
 		fmt.Sprintf("- `stock`: 2 stranded in 12 cycles, 1 episode(s) (rate 0.1667, 95%% CI %.4f–%.4f; rounds as unit %.4f–%.4f)", lo, hi, units.Low, units.High),
 	}, []string{"runs as unit"})
 }

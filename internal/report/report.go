@@ -154,9 +154,13 @@ type Build struct {
 	// (compare.go). Absent for the baseline itself and when the report has
 	// no baseline; recomputed from the counts whenever the report is
 	// marshalled (Report.MarshalJSON).
-	VersusBaseline       *Versus       `json:"versus_baseline,omitempty"`
-	SafetyVersusBaseline *Versus       `json:"safety_versus_baseline,omitempty"`
-	CycleLog             []cycle.Cycle `json:"cycle_log,omitempty"`
+	VersusBaseline       *Versus `json:"versus_baseline,omitempty"`
+	SafetyVersusBaseline *Versus `json:"safety_versus_baseline,omitempty"`
+	// PhantomVersusBaseline tests its phantom listings per cycle and
+	// NotRunningVersusBaseline its cycles not running, the same way.
+	PhantomVersusBaseline    *Versus       `json:"phantom_versus_baseline,omitempty"`
+	NotRunningVersusBaseline *Versus       `json:"not_running_versus_baseline,omitempty"`
+	CycleLog                 []cycle.Cycle `json:"cycle_log,omitempty"`
 	// ChurnWaitedOnBusySeconds is how long the churn had a free slot while
 	// every pod whose cycle was next was busy: a cycle in flight on it, or
 	// not ready (cycle.Result.BusyWait). Absent when it never waited, and

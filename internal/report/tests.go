@@ -42,10 +42,12 @@ func SetTests(r *Report) {
 	base := slices.IndexFunc(r.Builds, func(x Build) bool { return x.Name == Baseline })
 	for i := range r.Builds {
 		x := &r.Builds[i]
-		x.VersusBaseline, x.SafetyVersusBaseline = nil, nil
+		x.VersusBaseline, x.SafetyVersusBaseline, x.PhantomVersusBaseline, x.NotRunningVersusBaseline = nil, nil, nil, nil
 		if base >= 0 && i != base {
 			x.VersusBaseline = versus(*x, r.Builds[base], EpisodeMeasure)
 			x.SafetyVersusBaseline = versus(*x, r.Builds[base], SafetyMeasure)
+			x.PhantomVersusBaseline = versus(*x, r.Builds[base], PhantomMeasure)
+			x.NotRunningVersusBaseline = versus(*x, r.Builds[base], NotRunningMeasure)
 		}
 	}
 }
@@ -66,6 +68,26 @@ var (
 	// SafetyMeasure counts safety violations out of cycles.
 	SafetyMeasure = Measure{"safety violations", func(x Build) int { return x.SafetyViolations }, func(x Build) int { return x.Cycles },
 		"has fewer safety violations than", "has more safety violations than"}
+	// PhantomMeasure counts phantom listings (one per episode) out of
+	// cycles: no failure of a pod, but a build that lists volumes no node
+	// has attached is telling the scheduler and the kubelet wrong things.
+	PhantomMeasure = Measure{"phantom listings", func(x Build) int { return x.PhantomListings }, func(x Build) int { return x.Cycles },
+		"has fewer phantom listings than", "has more phantom listings than"}
+	// NotRunningMeasure counts the cycles whose replacement neither ran
+	// nor stranded within the cycle timeout, out of cycles.
+	NotRunningMeasure = Measure{"cycles not running", func(x Build) int { return x.CyclesNotRunning }, func(x Build) int { return x.Cycles },
+		"has fewer cycles not running than", "has more cycles not running than"}
+	// Measures are every count a build is tested on against the baseline,
+	// in the order compare.md lists them, with the field holding each test.
+	Measures = []struct {
+		Measure
+		Test func(Build) *Versus
+	}{
+		{EpisodeMeasure, func(x Build) *Versus { return x.VersusBaseline }},
+		{SafetyMeasure, func(x Build) *Versus { return x.SafetyVersusBaseline }},
+		{PhantomMeasure, func(x Build) *Versus { return x.PhantomVersusBaseline }},
+		{NotRunningMeasure, func(x Build) *Versus { return x.NotRunningVersusBaseline }},
+	}
 )
 
 // versus tests build x against the baseline build base at TestAlpha with

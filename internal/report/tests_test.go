@@ -125,3 +125,35 @@ func TestPValueText(t *testing.T) {
 		t.Errorf("pEquals(0.0312) = %q", got)
 	}
 }
+
+// TestEveryOutcomeClassIsTested: phantom listings and cycles not running
+// are tested against the baseline like strandings and safety violations
+// (26 phantom listings in 40 control cycles where stock lists none).
+func TestEveryOutcomeClassIsTested(t *testing.T) {
+	stock := counts("stock", 0, 40, 0)
+	lister := counts("lister", 0, 40, 0)
+	lister.PhantomListings = 26
+	stuck := counts("stuck", 0, 40, 0)
+	stuck.CyclesNotRunning = 9
+	r := &Report{Builds: []Build{stock, lister, stuck}}
+	SetTests(r)
+	for _, tc := range []struct {
+		v    *Versus
+		want string
+	}{
+		{r.Builds[1].PhantomVersusBaseline, "lister has more phantom listings than stock, p = "},
+		{r.Builds[1].NotRunningVersusBaseline, "no evidence either way (p = 1)"},
+		{r.Builds[2].NotRunningVersusBaseline, "stuck has more cycles not running than stock, p = "},
+		{r.Builds[2].PhantomVersusBaseline, "no evidence either way (p = 1)"},
+	} {
+		if tc.v == nil || !strings.HasPrefix(tc.v.Verdict, tc.want) || tc.v.PValue == nil {
+			t.Errorf("test %+v, want a verdict beginning %q", tc.v, tc.want)
+		}
+	}
+	if v := r.Builds[1].PhantomVersusBaseline; v != nil && v.PValue != nil && *v.PValue > 1e-9 {
+		t.Errorf("26/40 against 0/40: p = %g, want C(40,26)/C(80,26) < 1e-9", *v.PValue)
+	}
+	if r.Builds[0].PhantomVersusBaseline != nil || r.Builds[0].NotRunningVersusBaseline != nil {
+		t.Error("the baseline is tested against itself")
+	}
+}

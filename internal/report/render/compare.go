@@ -334,31 +334,27 @@ func writeTests(b *bytes.Buffer, r *report.Report) {
 		return
 	}
 	fmt.Fprintf(b, "Fisher's exact test, one-sided, at α = %g (docs/statistics.md): "+
-		"does the build strand less often than `%s` (or, failing that, more often)? Strandings are counted in episodes, "+
+		"does the build have fewer events than `%s` (or, failing that, more)? Strandings are counted in episodes, "+
 		"out of the cycles that could begin one (a cycle that continues an episode is not a new trial); "+
-		"safety violations per cycle.\n\n", report.TestAlpha, baseline)
-	b.WriteString("| build | stranding episodes vs " + baseline + " | test | p | verdict | safety violations vs " + baseline + " | test | p | verdict |\n")
-	b.WriteString("|---|---:|---|---:|---|---:|---|---:|---|\n")
+		"safety violations, phantom listings and cycles not running per cycle.\n\n", report.TestAlpha, baseline)
+	b.WriteString("| build | count | build vs " + baseline + " | test | p | verdict |\n")
+	b.WriteString("|---|---|---:|---|---:|---|\n")
 	stock := r.Builds[base]
 	for i, x := range r.Builds {
 		if i == base {
 			continue
 		}
-		fmt.Fprintf(b, "| %s |", mdCell(x.Name))
-		for _, c := range []struct {
-			v *report.Versus
-			m report.Measure
-		}{{x.VersusBaseline, report.EpisodeMeasure}, {x.SafetyVersusBaseline, report.SafetyMeasure}} {
-			if c.v == nil {
-				c.v = &report.Versus{Test: "–", Verdict: "not tested (the report carries no test)"}
+		for _, m := range report.Measures {
+			v := m.Test(x)
+			if v == nil {
+				v = &report.Versus{Test: "–", Verdict: "not tested (the report carries no test)"}
 			}
 			p := "–"
-			if c.v.PValue != nil {
-				p = report.PValueText(*c.v.PValue)
+			if v.PValue != nil {
+				p = report.PValueText(*v.PValue)
 			}
-			fmt.Fprintf(b, " %d/%d vs %d/%d | %s | %s | %s |", c.m.Count(x), c.m.Trials(x), c.m.Count(stock), c.m.Trials(stock), c.v.Test, p, mdCell(c.v.Verdict))
+			fmt.Fprintf(b, "| %s | %s | %d/%d vs %d/%d | %s | %s | %s |\n", mdCell(x.Name), m.Noun, m.Count(x), m.Trials(x), m.Count(stock), m.Trials(stock), v.Test, p, mdCell(v.Verdict))
 		}
-		b.WriteString("\n")
 	}
 	writeEnoughCycles(b, r.Builds[base])
 }

@@ -89,7 +89,7 @@ func TestCompareMarkdown(t *testing.T) {
 				fmt.Sprintf("- `fix`: 0 stranded in 10 cycles (95%% CI upper bound %.4f); interval overlaps stock's", hi0),
 				// 0/10 vs 3/10: C(10,3)/C(20,3) = 2/19 = 0.105.
 				"interval overlaps stock's; Fisher exact test: no evidence either way (p = 0.11); no safety violations",
-				"| fix | 0/10 vs 3/10 | fisher-exact one-sided (fewer stranding episodes) | 0.11 | no evidence either way (p = 0.11) |",
+				"| fix | stranding episodes | 0/10 vs 3/10 | fisher-exact one-sided (fewer stranding episodes) | 0.11 | no evidence either way (p = 0.11) |",
 				"](compare.png)",
 			},
 			notWant: []string{"partial", "NaN", "Inf"},
@@ -105,7 +105,7 @@ func TestCompareMarkdown(t *testing.T) {
 				"- `fix`: 0 stranded in 200 cycles (95% CI upper bound",
 				"No build named `stock`: nothing to test against.",
 			},
-			notWant: []string{"/stock", "stock's", "Fisher exact test:", "| build | stranding episodes vs"},
+			notWant: []string{"/stock", "stock's", "Fisher exact test:", "| build | count | build vs"},
 		},
 		{
 			name:    "interrupted",
@@ -184,9 +184,11 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 			want: []string{
 				"## Tests against stock\n",
 				"at α = 0.01",
-				"| build | stranding episodes vs stock | test | p | verdict | safety violations vs stock | test | p | verdict |\n|---|---:|---|---:|---|---:|---|---:|---|\n",
-				"| fix | 0/5000 vs 5/5000 | fisher-exact one-sided (fewer stranding episodes) | 0.031 | no evidence either way (p = 0.031) |" +
-					" 0/5000 vs 0/5000 | fisher-exact one-sided (fewer safety violations) | 1 | no evidence either way (p = 1) |\n",
+				"| build | count | build vs stock | test | p | verdict |\n|---|---|---:|---|---:|---|\n",
+				"| fix | stranding episodes | 0/5000 vs 5/5000 | fisher-exact one-sided (fewer stranding episodes) | 0.031 | no evidence either way (p = 0.031) |\n" +
+					"| fix | safety violations | 0/5000 vs 0/5000 | fisher-exact one-sided (fewer safety violations) | 1 | no evidence either way (p = 1) |\n" +
+					"| fix | phantom listings | 0/5000 vs 0/5000 | fisher-exact one-sided (fewer phantom listings) | 1 | no evidence either way (p = 1) |\n" +
+					"| fix | cycles not running | 0/5000 vs 0/5000 | fisher-exact one-sided (fewer cycles not running) | 1 | no evidence either way (p = 1) |\n",
 				"interval overlaps stock's; Fisher exact test: no evidence either way (p = 0.031); no safety violations",
 			},
 			notWant: []string{"| stock | 5/5000", "strands less than"},
@@ -196,7 +198,7 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 			name:   "stock 20/5000 vs fix 0/5000",
 			builds: []report.Build{build("stock", 20, 5000, nil), build("fix", 0, 5000, nil)},
 			want: []string{
-				"| fix | 0/5000 vs 20/5000 | fisher-exact one-sided (fewer stranding episodes) | 9.4e-7 | fix strands less than stock, p = 9.4e-7 |",
+				"| fix | stranding episodes | 0/5000 vs 20/5000 | fisher-exact one-sided (fewer stranding episodes) | 9.4e-7 | fix strands less than stock, p = 9.4e-7 |",
 				"; Fisher exact test: fix strands less than stock, p = 9.4e-7; no safety violations",
 			},
 			notWant: []string{"no evidence either way (p = 9.4e-7)"},
@@ -206,7 +208,7 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 			name:   "a build that strands more",
 			builds: []report.Build{build("stock", 0, 5000, nil), build("regress", 20, 5000, nil)},
 			want: []string{
-				"| regress | 20/5000 vs 0/5000 | fisher-exact one-sided (more stranding episodes) | 9.4e-7 | regress strands more than stock, p = 9.4e-7 |",
+				"| regress | stranding episodes | 20/5000 vs 0/5000 | fisher-exact one-sided (more stranding episodes) | 9.4e-7 | regress strands more than stock, p = 9.4e-7 |",
 				"; Fisher exact test: regress strands more than stock, p = 9.4e-7",
 			},
 		},
@@ -218,19 +220,16 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 			builds: []report.Build{build("stock", 0, 100, nil), withSafety(build("retry", 0, 100, nil), 12),
 				withSafety(build("mild", 0, 100, nil), 2), withSafety(build("busy", 0, 5, nil), 7)},
 			want: []string{
-				"| retry | 0/100 vs 0/100 | fisher-exact one-sided (fewer stranding episodes) | 1 | no evidence either way (p = 1) |" +
-					" 12/100 vs 0/100 | fisher-exact one-sided (more safety violations) | 0.00017 | retry has more safety violations than stock, p = 0.00017 |",
-				"| mild | 0/100 vs 0/100 | fisher-exact one-sided (fewer stranding episodes) | 1 | no evidence either way (p = 1) |" +
-					" 2/100 vs 0/100 | fisher-exact one-sided (more safety violations) | 0.25 | no evidence either way (p = 0.25) |",
-				"| busy | 0/5 vs 0/100 | fisher-exact one-sided (fewer stranding episodes) | 1 | no evidence either way (p = 1) |" +
-					" 7/5 vs 0/100 | fisher-exact one-sided (fewer safety violations) | – | not tested: busy has 7 safety violations in 5 cycles, more than one per cycle |",
+				"| retry | safety violations | 12/100 vs 0/100 | fisher-exact one-sided (more safety violations) | 0.00017 | retry has more safety violations than stock, p = 0.00017 |",
+				"| mild | safety violations | 2/100 vs 0/100 | fisher-exact one-sided (more safety violations) | 0.25 | no evidence either way (p = 0.25) |",
+				"| busy | safety violations | 7/5 vs 0/100 | fisher-exact one-sided (fewer safety violations) | – | not tested: busy has 7 safety violations in 5 cycles, more than one per cycle |",
 			},
 		},
 		{
 			name:   "a build with no cycles yet",
 			builds: []report.Build{build("stock", 3, 50, nil), build("fix", 0, 0, nil)},
 			want: []string{
-				"| fix | 0/0 vs 3/50 | fisher-exact one-sided (fewer stranding episodes) | – | not tested: fix has run no cycles |",
+				"| fix | stranding episodes | 0/0 vs 3/50 | fisher-exact one-sided (fewer stranding episodes) | – | not tested: fix has run no cycles |",
 				"- `fix`: no cycles run yet\n",
 			},
 		},
@@ -522,7 +521,7 @@ func TestCompareMarkdownResources(t *testing.T) {
 // report.SetTests shows the tests of the counts it was set with.
 func TestCompareMarkdownRendersTheStoredTests(t *testing.T) {
 	r := twoBuilds()
-	checkContains(t, CompareMarkdown(r), []string{"| fix | 0/10 vs 3/10 | – | – | not tested (the report carries no test) |"}, []string{"Fisher exact test:"})
+	checkContains(t, CompareMarkdown(r), []string{"| fix | stranding episodes | 0/10 vs 3/10 | – | – | not tested (the report carries no test) |"}, []string{"Fisher exact test:"})
 	report.SetTests(r)
 	r.Builds[0].Stranded, r.Builds[0].StrandedEpisodes = 10, 10
 	checkContains(t, CompareMarkdown(r), []string{"no evidence either way (p = 0.11)"}, []string{"strands less than"})
