@@ -170,20 +170,25 @@ func sequentialVerdict(name string, m Measure, t SequentialTest, d SequentialDes
 	case sequential.More:
 		return fmt.Sprintf("%s %s %s: %s, %s (after %s)", name, m.more, Baseline, counts, p, rounds)
 	case sequential.NoDifference:
-		return fmt.Sprintf("no difference larger than %s between %s and %s: %s, the difference within [%s, %s] (after %s)",
-			perThousand(d.Margin), name, Baseline, counts, perThousand(t.DifferenceLow), perThousand(t.DifferenceHigh), rounds)
+		return fmt.Sprintf("no difference larger than %s per 1,000 cycles between %s and %s: %s, the difference within %s (after %s)",
+			perThousand(d.Margin), name, Baseline, counts, difference(t), rounds)
 	}
-	return fmt.Sprintf("undecided: %s, %s, the difference within [%s, %s] (after %s)",
-		counts, p, perThousand(t.DifferenceLow), perThousand(t.DifferenceHigh), rounds)
+	return fmt.Sprintf("undecided: %s, %s, the difference within %s (after %s)", counts, p, difference(t), rounds)
 }
 
-// perThousand is a rate (or difference of rates) per 1,000 cycles.
+// difference is the bounds of the difference of rates, per 1,000 cycles.
+func difference(t SequentialTest) string {
+	return fmt.Sprintf("[%s, %s] per 1,000 cycles", perThousand(t.DifferenceLow), perThousand(t.DifferenceHigh))
+}
+
+// perThousand is a rate (or difference of rates) times 1,000, to two
+// decimals at most.
 func perThousand(r float64) string {
 	s := strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.2f", 1000*r), "0"), ".")
 	if s == "-0" {
 		s = "0"
 	}
-	return s + " per 1,000 cycles"
+	return s
 }
 
 func plural(n int) string {
