@@ -54,6 +54,14 @@ type MergeOptions struct {
 	// expectations are dropped (each belongs to its run), with a note. A
 	// function, not the scenario: the report does not read scenario files.
 	Expect func(Build) (unmet []string, ok bool)
+	// AllowHarnessChange pools runs measured by different strandlab
+	// builds (run_provenance.harness), with a note; without it they
+	// refuse the merge.
+	AllowHarnessChange bool
+	// AllowFewerBuilds pools reports whose builds differ (a run until a
+	// verdict stops running a build once it is decided): each build is
+	// pooled over the reports that have it.
+	AllowFewerBuilds bool
 }
 
 // RunID is the id (and directory name) of a run of scenario started at
@@ -96,7 +104,7 @@ func Merge(inputs []MergeInput, opts MergeOptions) (*Report, error) {
 	if len(inputs) < 2 {
 		return nil, fmt.Errorf("cannot merge: %d report(s) given, at least two are needed", len(inputs))
 	}
-	if err := checkMergeable(inputs, opts.AllowPartial); err != nil {
+	if err := checkMergeable(inputs, opts); err != nil {
 		return nil, err
 	}
 	first := inputs[0].Report
@@ -166,7 +174,7 @@ func Merge(inputs []MergeInput, opts MergeOptions) (*Report, error) {
 	case expectations:
 		notes = append(notes, "expectation: not carried over; each run's expect band is checked in its own report")
 	}
-	out.Notes = notes
+	out.Notes = append(notes, runProvenanceNotes(inputs, out)...)
 	SetTests(out)
 	return out, nil
 }
@@ -215,7 +223,8 @@ func (r *Report) CheckCounts() error {
 	return nil
 }
 
-func checkMergeable(inputs []MergeInput, allowPartial bool) error {
+func checkMergeable(inputs []MergeInput, opts MergeOptions) error {
+	allowPartial := opts.AllowPartial
 	first := inputs[0]
 	builds := map[string]MergeInput{} // build name -> first report with it
 	runs := map[string]string{}       // run id -> file
@@ -233,7 +242,12 @@ func checkMergeable(inputs []MergeInput, allowPartial bool) error {
 		}
 		// Pooled builds are compared with each other: a build missing from
 		// one report would be pooled over fewer cycles than the rest.
-		if err := differ("builds", buildSet(first.Report), buildSet(r), first, in); err != nil {
+		if !opts.AllowFewerBuilds {
+			if err := differ("builds", buildSet(first.Report), buildSet(r), first, in); err != nil {
+				return err
+			}
+		}
+		if err := checkRunProvenance(first, in, opts.AllowHarnessChange); err != nil {
 			return err
 		}
 		if s := r.Scenario; s == "" || s != filepath.Base(s) || s == "." || s == ".." {
@@ -290,6 +304,71 @@ func checkMergeable(inputs []MergeInput, allowPartial bool) error {
 		}
 	}
 	return nil
+}
+
+// checkRunProvenance refuses to pool runs of different scenario files
+// (by content, not name) and, unless allowed, of different harness
+// builds. A report that does not record them is pooled with a note.
+func checkRunProvenance(first, in MergeInput, allowHarnessChange bool) error {
+	a, b := first.Report.RunProvenance, in.Report.RunProvenance
+	if a == nil || b == nil {
+		return nil
+	}
+	if err := differ("run_provenance.scenario_sha256", a.ScenarioSHA256, b.ScenarioSHA256, first, in); err != nil {
+		return err
+	}
+	if allowHarnessChange {
+		return nil
+	}
+	if err := differ("run_provenance.harness", a.Harness, b.Harness, first, in); err != nil {
+		return fmt.Errorf("%w (pool them anyway with --allow-harness-change)", err)
+	}
+	return nil
+}
+
+// runProvenanceNotes says what a merged report's run provenance covers:
+// the inputs without one, the harness builds and the machines pooled.
+func runProvenanceNotes(inputs []MergeInput, out *Report) []string {
+	var notes, missing, harnesses []string
+	var machines []provenance.Machine
+	for _, in := range inputs {
+		rp := in.Report.RunProvenance
+		if rp == nil {
+			missing = append(missing, in.Report.RunID)
+			continue
+		}
+		if out.RunProvenance == nil {
+			c := *rp
+			out.RunProvenance = &c
+		}
+		if !slices.Contains(harnesses, rp.Harness) {
+			harnesses = append(harnesses, rp.Harness)
+		}
+		ms := in.Report.Machines
+		if len(ms) == 0 {
+			ms = []provenance.Machine{rp.Machine}
+		}
+		for _, m := range ms {
+			if !slices.ContainsFunc(machines, func(x provenance.Machine) bool { return x.ID == m.ID }) {
+				machines = append(machines, m)
+			}
+		}
+	}
+	if len(missing) > 0 {
+		notes = append(notes, "run provenance (harness, scenario hash, machine) not recorded in: "+strings.Join(missing, ", "))
+	}
+	if len(harnesses) > 1 {
+		notes = append(notes, "pooled across strandlab builds: "+strings.Join(harnesses, ", "))
+	}
+	if len(machines) > 1 {
+		out.Machines = machines
+		descs := make([]string, len(machines))
+		for i, m := range machines {
+			descs[i] = fmt.Sprintf("%s (%d CPUs, %.1f GiB)", m.ID, m.CPUs, m.MemoryGiB)
+		}
+		notes = append(notes, fmt.Sprintf("pooled across %d machines: %s", len(machines), strings.Join(descs, ", ")))
+	}
+	return notes
 }
 
 func differ(field, a, b string, inA, inB MergeInput) error {

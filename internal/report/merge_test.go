@@ -666,3 +666,76 @@ func checkContains(t *testing.T, got string, want, notWant []string) {
 		}
 	}
 }
+
+// TestMergeRunProvenance: runs of different scenario files (by content)
+// or, unless allowed, strandlab builds refuse to pool; machines and
+// reports without provenance are noted; differing build sets pool only
+// when allowed (a run until a verdict).
+func TestMergeRunProvenance(t *testing.T) {
+	m1 := provenance.Machine{ID: "aaaaaaaaaaaa", CPUs: 2, MemoryGiB: 23.4}
+	m2 := provenance.Machine{ID: "bbbbbbbbbbbb", CPUs: 8, MemoryGiB: 31.3}
+	with := func(harness, scenario string, m provenance.Machine) func([]report.MergeInput) []report.MergeInput {
+		return func(in []report.MergeInput) []report.MergeInput {
+			in[0].Report.RunProvenance = &provenance.Run{Harness: "rev1", ScenarioSHA256: "s1", Machine: m1}
+			in[1].Report.RunProvenance = &provenance.Run{Harness: harness, ScenarioSHA256: scenario, Machine: m}
+			return in
+		}
+	}
+	for _, tc := range []struct {
+		name      string
+		inputs    func([]report.MergeInput) []report.MergeInput
+		opts      report.MergeOptions
+		wantErr   string
+		wantNotes []string
+		machines  int
+		// noProvenance: neither input records one.
+		noProvenance bool
+	}{
+		{name: "same everything", inputs: with("rev1", "s1", m1)},
+		{name: "another scenario file under the same name", inputs: with("rev1", "s2", m1),
+			wantErr: `cannot merge: run_provenance.scenario_sha256 differs: "s1" in a/report.json, "s2" in b/report.json`},
+		{name: "another harness", inputs: with("rev2", "s1", m1),
+			wantErr: `run_provenance.harness differs: "rev1" in a/report.json, "rev2" in b/report.json (pool them anyway with --allow-harness-change)`},
+		{name: "another harness, allowed", inputs: with("rev2", "s1", m1), opts: report.MergeOptions{AllowHarnessChange: true},
+			wantNotes: []string{"pooled across strandlab builds: rev1, rev2"}},
+		{name: "two machines", inputs: with("rev1", "s1", m2), machines: 2,
+			wantNotes: []string{"pooled across 2 machines: aaaaaaaaaaaa (2 CPUs, 23.4 GiB), bbbbbbbbbbbb (8 CPUs, 31.3 GiB)"}},
+		{name: "a report without provenance", inputs: func(in []report.MergeInput) []report.MergeInput {
+			in[0].Report.RunProvenance = &provenance.Run{Harness: "rev1", ScenarioSHA256: "s1", Machine: m1}
+			return in
+		}, wantNotes: []string{"run provenance (harness, scenario hash, machine) not recorded in: 20261130-061721-seed-122413"}},
+		{name: "a build in only some reports", inputs: func(in []report.MergeInput) []report.MergeInput {
+			in[1].Report.Builds = in[1].Report.Builds[:1]
+			return in
+		}, wantErr: `cannot merge: builds differs: "fix,stock" in a/report.json, "stock" in b/report.json`},
+		{name: "a build in only some reports, allowed", inputs: func(in []report.MergeInput) []report.MergeInput {
+			in[1].Report.Builds = in[1].Report.Builds[:1]
+			return in
+		}, opts: report.MergeOptions{AllowFewerBuilds: true}, noProvenance: true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := report.Merge(tc.inputs(twoRuns()), tc.opts)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			notes := strings.Join(out.Notes, "\n")
+			for _, w := range tc.wantNotes {
+				if !strings.Contains(notes, w) {
+					t.Errorf("notes %q lack %q", notes, w)
+				}
+			}
+			if len(out.Machines) != tc.machines {
+				t.Errorf("machines %+v, want %d listed", out.Machines, tc.machines)
+			}
+			if (out.RunProvenance == nil || out.RunProvenance.Harness != "rev1") != tc.noProvenance {
+				t.Errorf("run provenance %+v, want the first input's", out.RunProvenance)
+			}
+		})
+	}
+}

@@ -63,6 +63,13 @@ type Report struct {
 	// say where its figures are approximate. All absent from a run's report.
 	MergedFrom []string `json:"merged_from,omitempty"`
 	Notes      []string `json:"notes,omitempty"`
+	// RunProvenance is what the figures rest on besides the components:
+	// the harness's build, the scenario file's hash and the machine.
+	// Absent in reports written before it was recorded. A merged report
+	// keeps the first input's and, when its inputs ran on several
+	// machines, lists them in Machines.
+	RunProvenance *provenance.Run      `json:"run_provenance,omitempty"`
+	Machines      []provenance.Machine `json:"machines,omitempty"`
 	// Sequential is the comparison of a run until a verdict
 	// (sequential.go): its rounds are in MergedFrom.
 	Sequential *Sequential `json:"sequential,omitempty"`

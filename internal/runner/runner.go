@@ -29,6 +29,7 @@ import (
 	"github.com/strandlab/strandlab/internal/provenance"
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/report/render"
+	"github.com/strandlab/strandlab/internal/runprovenance"
 	"github.com/strandlab/strandlab/internal/scenario"
 	"github.com/strandlab/strandlab/internal/timeline"
 	"github.com/strandlab/strandlab/internal/workload"
@@ -215,6 +216,11 @@ func runInto(ctx context.Context, opts Options, sc *scenario.Scenario, root, id,
 	rep := &report.Report{
 		RunID: runID, Scenario: sc.Name, Provider: sc.Cluster.Provider, Seed: sc.Seed,
 		Components: map[string]provenance.Component{}, Builds: []report.Build{}, StartedAt: time.Now().UTC(),
+	}
+	if rp, err := runprovenance.Of(opts.ScenarioPath); err == nil {
+		rep.RunProvenance = &rp
+	} else {
+		klog.ErrorS(err, "Reading the run's provenance failed; the report will not record it")
 	}
 	save := func() error {
 		rep.FinishedAt = time.Now().UTC()

@@ -71,7 +71,7 @@ func runUntilVerdict(ctx context.Context, opts Options, sc *scenario.Scenario) (
 			top.MergedFrom = []string{c.RunID}
 		default:
 			var err error
-			if top, err = report.Merge(inputs, report.MergeOptions{AllowPartial: true}); err != nil {
+			if top, err = report.Merge(inputs, report.MergeOptions{AllowPartial: true, AllowFewerBuilds: true}); err != nil {
 				return fmt.Errorf("pool the rounds: %w", err)
 			}
 		}

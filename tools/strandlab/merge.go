@@ -35,9 +35,13 @@ summed and the rates, intervals and tests recomputed from them; see
 docs/report.md for the rest.
 
 Refused, with nothing written (exit 1): reports of different scenarios,
-providers, Kubernetes or component versions, a build whose provenance
-differs between two reports, a run given twice, and an interrupted or
-incomplete report unless --allow-partial. The merged report.json's path is
+providers, Kubernetes or component versions, different builds (a build
+present in only some reports), a build whose provenance differs between two
+reports, a run given twice, scenario files whose content differs (their
+run_provenance.scenario_sha256), runs measured by different strandlab builds
+unless --allow-harness-change, and an interrupted or incomplete report
+unless --allow-partial. Runs from several machines are pooled and the
+merged report lists the machines. The merged report.json's path is
 printed last.
 
 Reports do not carry their scenario's expect bands: with --scenario FILE
@@ -65,6 +69,7 @@ same.`,
 	f := cmd.Flags()
 	f.StringVar(&o.output, "output", "_output", "output directory (relative to the repository root)")
 	f.BoolVar(&o.allowPartial, "allow-partial", false, "pool interrupted or incomplete reports too")
+	f.BoolVar(&o.allowHarnessChange, "allow-harness-change", false, "pool runs measured by different strandlab builds (run_provenance.harness) too, with a note")
 	f.StringVar(&o.scenario, "scenario", "", "scenario file the reports ran: hold the pooled builds to its expect bands")
 	f.BoolVar(&o.check, "check", false, "exit 3 when a pooled build is outside the scenario's expect band (needs --scenario)")
 	return cmd
@@ -74,6 +79,8 @@ same.`,
 type mergeOptions struct {
 	output       string
 	allowPartial bool
+	// allowHarnessChange: --allow-harness-change.
+	allowHarnessChange bool
 	// scenario is the scenario file whose expect bands the pooled builds
 	// are held to ("": none); check turns an unmet band into exit 3.
 	scenario string
@@ -135,7 +142,7 @@ func mergeReports(paths []string, o mergeOptions, stdout, stderr io.Writer) (str
 			return "", fmt.Errorf("%s: scenario %w", p, err)
 		}
 	}
-	opts := report.MergeOptions{AllowPartial: o.allowPartial, Now: o.now}
+	opts := report.MergeOptions{AllowPartial: o.allowPartial, AllowHarnessChange: o.allowHarnessChange, Now: o.now}
 	if sc != nil {
 		opts.Expect = pooledExpectation(sc, stderr)
 	}
