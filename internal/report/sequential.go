@@ -197,3 +197,13 @@ func plural(n int) string {
 	}
 	return "s"
 }
+
+// SequentialRoundCycles is the most cycles a build of round r ran: the
+// round's size.
+func SequentialRoundCycles(r *Report) int {
+	n := 0
+	for _, b := range r.Builds {
+		n = max(n, b.Cycles)
+	}
+	return n
+}

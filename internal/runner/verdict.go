@@ -22,14 +22,25 @@ import (
 	"github.com/strandlab/strandlab/internal/scenario"
 )
 
-// CheckUntilVerdict refuses a design or a build list a run until a
-// verdict cannot use, naming the flag.
-func CheckUntilVerdict(d report.SequentialDesign, builds []string) error {
+// CheckDesign refuses a sequential design's bad alpha or margin, naming
+// the flag.
+func CheckDesign(d report.SequentialDesign) error {
 	switch {
 	case !(d.Alpha > 0 && d.Alpha < 1):
 		return fmt.Errorf("--verdict-alpha: %v is not in (0, 1)", d.Alpha)
 	case !(d.Margin > 0 && d.Margin < 1):
 		return fmt.Errorf("--verdict-margin: %v is not a rate in (0, 1) (events per cycle: 0.005 is 5 per 1,000)", d.Margin)
+	}
+	return nil
+}
+
+// CheckUntilVerdict refuses a design or a build list a run until a
+// verdict cannot use, naming the flag.
+func CheckUntilVerdict(d report.SequentialDesign, builds []string) error {
+	if err := CheckDesign(d); err != nil {
+		return err
+	}
+	switch {
 	case d.MaxCycles < 0:
 		return fmt.Errorf("--max-cycles: %d is negative", d.MaxCycles)
 	case !slices.Contains(builds, report.Baseline):

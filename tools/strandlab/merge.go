@@ -13,6 +13,7 @@ import (
 
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/report/render"
+	"github.com/strandlab/strandlab/internal/runner"
 	"github.com/strandlab/strandlab/internal/scenario"
 	"github.com/strandlab/strandlab/internal/upstream"
 )
@@ -70,6 +71,9 @@ same.`,
 	f.StringVar(&o.output, "output", "_output", "output directory (relative to the repository root)")
 	f.BoolVar(&o.allowPartial, "allow-partial", false, "pool interrupted or incomplete reports too")
 	f.BoolVar(&o.allowHarnessChange, "allow-harness-change", false, "pool runs measured by different strandlab builds (run_provenance.harness) too, with a note")
+	f.BoolVar(&o.sequential, "sequential", false, "also test each build against stock sequentially, each report a round in argument order (shards of --until-verdict's design: docs/ci.md), and say at which report the verdict was reached")
+	f.Float64Var(&o.design.Alpha, "verdict-alpha", 0.001, "--sequential: the chance of each kind of wrong verdict, over all looks")
+	f.Float64Var(&o.design.Margin, "verdict-margin", 0.005, "--sequential: the difference of stranding-episode rates (per cycle) 'no difference' rules out")
 	f.StringVar(&o.scenario, "scenario", "", "scenario file the reports ran: hold the pooled builds to its expect bands")
 	f.BoolVar(&o.check, "check", false, "exit 3 when a pooled build is outside the scenario's expect band (needs --scenario)")
 	return cmd
@@ -81,6 +85,10 @@ type mergeOptions struct {
 	allowPartial bool
 	// allowHarnessChange: --allow-harness-change.
 	allowHarnessChange bool
+	// sequential (--sequential) tests the builds against stock with each
+	// report a round, under design.
+	sequential bool
+	design     report.SequentialDesign
 	// scenario is the scenario file whose expect bands the pooled builds
 	// are held to ("": none); check turns an unmet band into exit 3.
 	scenario string
@@ -119,6 +127,11 @@ func mergeReports(paths []string, o mergeOptions, stdout, stderr io.Writer) (str
 	if err != nil {
 		return "", err
 	}
+	if o.sequential {
+		if err := runner.CheckDesign(o.design); err != nil {
+			return "", err
+		}
+	}
 	var sc *scenario.Scenario
 	if o.scenario != "" {
 		var err error
@@ -153,6 +166,11 @@ func mergeReports(paths []string, o mergeOptions, stdout, stderr io.Writer) (str
 	if sc != nil && sc.Name != rep.Scenario {
 		return "", fmt.Errorf("--scenario: %s is scenario %q, the reports are of %q", o.scenario, sc.Name, rep.Scenario)
 	}
+	if o.sequential {
+		if rep.Sequential, err = shardsAsRounds(inputs, o.design); err != nil {
+			return "", err
+		}
+	}
 	dir, id, err := report.ClaimDir(filepath.Join(o.output, "reports"), rep.RunID)
 	if err != nil {
 		return "", fmt.Errorf("create the merged report's directory: %w", err)
@@ -165,6 +183,7 @@ func mergeReports(paths []string, o mergeOptions, stdout, stderr io.Writer) (str
 	for _, n := range rep.Notes {
 		fmt.Fprintln(stderr, "note:", n)
 	}
+	fmt.Fprint(stderr, render.Verdicts(rep))
 	path := filepath.Join(dir, "report.json")
 	// The check reads the report back, as run --check does: what is
 	// checked is what was written.
@@ -240,4 +259,36 @@ func seedList(seeds []int64) string {
 		s[i] = fmt.Sprint(x)
 	}
 	return strings.Join(s, ", ")
+}
+
+// shardsAsRounds is the sequential comparison of the pooled reports, each
+// a round in the order given: what --until-verdict would have decided had
+// the shards been its rounds, and at which shard.
+func shardsAsRounds(inputs []report.MergeInput, d report.SequentialDesign) (*report.Sequential, error) {
+	rounds := make([]*report.Report, len(inputs))
+	ids := make([]string, len(inputs))
+	for i, in := range inputs {
+		rounds[i], ids[i] = in.Report, in.Report.RunID
+		d.RoundCycles = max(d.RoundCycles, report.SequentialRoundCycles(in.Report))
+	}
+	tests, err := report.SequentialTests(rounds, d)
+	if err != nil {
+		return nil, err
+	}
+	var decided, undecided []string
+	for _, t := range tests {
+		if at := t.Strandings.DecidedAt; at > 0 {
+			decided = append(decided, fmt.Sprintf("%s %s at report %d of %d", t.Name, t.Strandings.Outcome, at, len(inputs)))
+		} else {
+			undecided = append(undecided, t.Name)
+		}
+	}
+	stopped := "merged " + fmt.Sprint(len(inputs)) + " reports as rounds"
+	if len(decided) > 0 {
+		stopped += "; decided: " + strings.Join(decided, ", ")
+	}
+	if len(undecided) > 0 {
+		stopped += "; undecided: " + strings.Join(undecided, ", ")
+	}
+	return &report.Sequential{Test: report.SequentialTestName, SequentialDesign: d, Rounds: ids, Stopped: stopped, Builds: tests}, nil
 }

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -342,5 +343,50 @@ func TestMergeDirectoryOfReports(t *testing.T) {
 	if _, err := mergeReports([]string{one}, mergeOptions{output: output, now: now}, &stdout, &stderr); err == nil ||
 		!strings.Contains(err.Error(), "at least two are needed") {
 		t.Errorf("merge of a directory of one report: %v", err)
+	}
+}
+
+// TestMergeSequential: merge --sequential reads the shards as the rounds
+// of a sequential comparison, in argument order, and says at which shard
+// the verdict was reached; a bad design is refused before anything is
+// written.
+func TestMergeSequential(t *testing.T) {
+	var shards []string
+	for i := range 4 {
+		id := fmt.Sprintf("20261130-06%02d00-soak", i)
+		shards = append(shards, writeRunReport(t, id, "soak", int64(i+1), true, counts{stranded: 5}, counts{}))
+	}
+	now := time.Date(2026, 11, 30, 7, 0, 0, 0, time.UTC)
+	output := filepath.Join(t.TempDir(), "_output")
+	var stdout, stderr bytes.Buffer
+	path, err := mergeReports(shards, mergeOptions{output: output, now: now, sequential: true,
+		design: report.SequentialDesign{Alpha: 0.001, Margin: 0.005}}, &stdout, &stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := report.Read(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := rep.Sequential
+	// 0 of 5 against 5 per shard: 10 episodes to 0 give p = 0.011, 15
+	// give 0.00021 (docs/statistics.md): decided at the third shard.
+	if s == nil || len(s.Builds) != 1 || s.Builds[0].Strandings.DecidedAt != 3 || s.RoundCycles != 1000 || len(s.Rounds) != 4 {
+		t.Fatalf("sequential %+v, want fix decided at the 3rd of 4 shards of 1000 cycles", s)
+	}
+	if want := "decided: fix less at report 3 of 4"; !strings.Contains(s.Stopped, want) {
+		t.Errorf("stopped %q, want %q", s.Stopped, want)
+	}
+	if !strings.Contains(stderr.String(), "verdict: fix strands less than stock: 0 of 4000 against 20 of 4000 stranding episodes") {
+		t.Errorf("the console lacks the verdict:\n%s", stderr.String())
+	}
+
+	bad := filepath.Join(t.TempDir(), "_output")
+	_, err = mergeReports(shards, mergeOptions{output: bad, now: now, sequential: true, design: report.SequentialDesign{Alpha: 0.001}}, io.Discard, io.Discard)
+	if err == nil || !strings.Contains(err.Error(), "--verdict-margin") {
+		t.Errorf("margin 0: %v, want an error naming --verdict-margin", err)
+	}
+	if _, serr := os.Stat(bad); !os.IsNotExist(serr) {
+		t.Errorf("a refused merge wrote %s", bad)
 	}
 }

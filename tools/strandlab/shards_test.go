@@ -183,7 +183,7 @@ func jobWith(t *testing.T, file string, w workflow, re *regexp.Regexp) string {
 var (
 	rendersMatrix = regexp.MustCompile(`strandlab"? shards --shards "\$SHARDS"`)
 	runsShard     = regexp.MustCompile(`make e2e .*SEED="\$SEED"`)
-	mergesChecked = regexp.MustCompile(`strandlab"? merge --check --scenario "\$SCENARIO"`)
+	mergesChecked = regexp.MustCompile(`strandlab"? merge --check --sequential --scenario "\$SCENARIO"`)
 	fromSetup     = regexp.MustCompile(`^\$\{\{ fromJSON\(needs\.([a-z-]+)\.outputs\.([a-z-]+)\) \}\}$`)
 	stepOutput    = regexp.MustCompile(`^\$\{\{ steps\.([a-z-]+)\.outputs\.([a-z-]+) \}\}$`)
 )
