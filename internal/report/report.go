@@ -165,9 +165,14 @@ type Build struct {
 	SafetyVersusBaseline *Versus `json:"safety_versus_baseline,omitempty"`
 	// PhantomVersusBaseline tests its phantom listings per cycle and
 	// NotRunningVersusBaseline its cycles not running, the same way.
-	PhantomVersusBaseline    *Versus       `json:"phantom_versus_baseline,omitempty"`
-	NotRunningVersusBaseline *Versus       `json:"not_running_versus_baseline,omitempty"`
-	CycleLog                 []cycle.Cycle `json:"cycle_log,omitempty"`
+	PhantomVersusBaseline    *Versus `json:"phantom_versus_baseline,omitempty"`
+	NotRunningVersusBaseline *Versus `json:"not_running_versus_baseline,omitempty"`
+	// RoundsVersusBaseline tests the stranding episodes with the round as
+	// the unit (paired rounds, sign-flip), AdjustedVersusBaseline with
+	// Fisher's test on counts divided by the rounds' design effect.
+	RoundsVersusBaseline   *Versus       `json:"rounds_versus_baseline,omitempty"`
+	AdjustedVersusBaseline *Versus       `json:"adjusted_versus_baseline,omitempty"`
+	CycleLog               []cycle.Cycle `json:"cycle_log,omitempty"`
 	// ChurnWaitedOnBusySeconds is how long the churn had a free slot while
 	// every pod whose cycle was next was busy: a cycle in flight on it, or
 	// not ready (cycle.Result.BusyWait). Absent when it never waited, and

@@ -5,6 +5,7 @@ package report
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
@@ -43,11 +44,14 @@ func SetTests(r *Report) {
 	for i := range r.Builds {
 		x := &r.Builds[i]
 		x.VersusBaseline, x.SafetyVersusBaseline, x.PhantomVersusBaseline, x.NotRunningVersusBaseline = nil, nil, nil, nil
+		x.RoundsVersusBaseline, x.AdjustedVersusBaseline = nil, nil
 		if base >= 0 && i != base {
 			x.VersusBaseline = versus(*x, r.Builds[base], EpisodeMeasure)
 			x.SafetyVersusBaseline = versus(*x, r.Builds[base], SafetyMeasure)
 			x.PhantomVersusBaseline = versus(*x, r.Builds[base], PhantomMeasure)
 			x.NotRunningVersusBaseline = versus(*x, r.Builds[base], NotRunningMeasure)
+			x.RoundsVersusBaseline = roundsVersus(*x, r.Builds[base])
+			x.AdjustedVersusBaseline = adjustedVersus(*x, r.Builds[base])
 		}
 	}
 }
@@ -112,27 +116,97 @@ func versus(x, base Build, m Measure) *Versus {
 		v.Verdict = "not tested: " + err.Error()
 		return v
 	}
-	if fewer <= TestAlpha {
+	more, _ := stats.FisherExact(m.Count(base), m.Trials(base), m.Count(x), m.Trials(x), stats.More)
+	return decide("fisher-exact one-sided", x, base, m, fewer, more)
+}
+
+// decide is the verdict of a test at TestAlpha from its two one-sided
+// p-values: fewer if that rejects, else more if that does, else "no
+// evidence" with the p-value of the direction the counts lean towards
+// (fewer on a tie). test names the test, e.g. "fisher-exact one-sided".
+func decide(test string, x, base Build, m Measure, fewer, more float64) *Versus {
+	v := &Versus{Test: test + " (fewer " + m.Noun + ")"}
+	switch {
+	case fewer <= TestAlpha:
 		v.PValue = &fewer
 		v.Verdict = fmt.Sprintf("%s %s %s, %s", x.Name, m.fewer, base.Name, pEquals(fewer))
-		return v
-	}
-	more, _ := stats.FisherExact(m.Count(base), m.Trials(base), m.Count(x), m.Trials(x), stats.More)
-	if more <= TestAlpha {
-		v.Test = "fisher-exact one-sided (more " + m.Noun + ")"
+	case more <= TestAlpha:
+		v.Test = test + " (more " + m.Noun + ")"
 		v.PValue = &more
 		v.Verdict = fmt.Sprintf("%s %s %s, %s", x.Name, m.more, base.Name, pEquals(more))
-		return v
+	default:
+		p := fewer
+		if more < fewer {
+			v.Test = test + " (more " + m.Noun + ")"
+			p = more
+		}
+		v.PValue = &p
+		v.Verdict = fmt.Sprintf("no evidence either way (%s)", pEquals(p))
 	}
-	// Neither: the p-value of the direction the counts lean towards.
-	p := fewer
-	if more < fewer {
-		v.Test = "fisher-exact one-sided (more " + m.Noun + ")"
-		p = more
-	}
-	v.PValue = &p
-	v.Verdict = fmt.Sprintf("no evidence either way (%s)", pEquals(p))
 	return v
+}
+
+// roundsVersus tests x's stranding episodes against the baseline's with
+// the round as the unit: the rounds of the same run and index (the same
+// seed's deletions, so the same pods in the same order) are paired, and
+// the paired sign-flip test asks whether x's episodes per round are fewer
+// (stats.SignFlip). It makes no assumption about the cycles within a
+// round. Not tested without per-round counts or paired rounds.
+func roundsVersus(x, base Build) *Versus {
+	type key struct {
+		run   string
+		index int
+	}
+	index := func(b Build) map[key]int {
+		out := map[key]int{}
+		n := map[string]int{}
+		for _, r := range b.Rounds {
+			out[key{r.RunID, n[r.RunID]}] = r.Episodes
+			n[r.RunID]++
+		}
+		return out
+	}
+	if !roundsComplete(x) || !roundsComplete(base) {
+		return &Versus{Test: "sign-flip over paired rounds", Verdict: "not tested: no per-round counts"}
+	}
+	xs, bs := index(x), index(base)
+	var diffs []int
+	for k, e := range xs {
+		if be, ok := bs[k]; ok {
+			diffs = append(diffs, e-be)
+		}
+	}
+	if len(diffs) == 0 {
+		return &Versus{Test: "sign-flip over paired rounds", Verdict: "not tested: no round of one run in both builds"}
+	}
+	slices.Sort(diffs) // map order must not reach the drawn p-values
+	fewer, more := stats.SignFlip(diffs)
+	return decide(fmt.Sprintf("sign-flip over %d paired rounds", len(diffs)), x, base, EpisodeMeasure, fewer, more)
+}
+
+// adjustedVersus is Fisher's test of stranding episodes with each build's
+// counts divided by the design effect of the rounds (the larger of the
+// two builds', stats.Clustered95, at least 1), rounded: the evidence of d
+// dependent cycles taken as that of one (Kish's effective sample size).
+// Not tested without per-round counts.
+func adjustedVersus(x, base Build) *Versus {
+	d := 0.0
+	for _, b := range []Build{x, base} {
+		if c, ok := RoundsRate(b); ok {
+			d = max(d, c.DesignEffect)
+		}
+	}
+	if d == 0 {
+		return &Versus{Test: "fisher-exact one-sided, design effect", Verdict: "not tested: no per-round counts"}
+	}
+	m := EpisodeMeasure
+	eff := func(n int) int { return int(math.Round(float64(n) / d)) }
+	fewer, err := stats.FisherExact(eff(m.Count(base)), eff(m.Trials(base)), eff(m.Count(x)), eff(m.Trials(x)), stats.Fewer)
+	if err != nil {
+		return &Versus{Test: "fisher-exact one-sided, design effect", Verdict: "not tested: " + err.Error()}
+	}
+	more, _ := stats.FisherExact(eff(m.Count(base)), eff(m.Trials(base)), eff(m.Count(x)), eff(m.Trials(x)), stats.More)
+	return decide(fmt.Sprintf("fisher-exact one-sided, counts / design effect %.2f", d), x, base, m, fewer, more)
 }
 
 // pEquals is "p = <p>" for a verdict.

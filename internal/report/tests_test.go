@@ -157,3 +157,57 @@ func TestEveryOutcomeClassIsTested(t *testing.T) {
 		t.Error("the baseline is tested against itself")
 	}
 }
+
+// withRounds is a build of rounds of 10 cycles with the given episodes in
+// each (each stranded cycle its own episode).
+func withRounds(name string, episodes ...int) Build {
+	b := Build{Name: name}
+	for _, e := range episodes {
+		b.Rounds = append(b.Rounds, Round{Cycles: 10, Stranded: e, Episodes: e})
+		b.Cycles += 10
+		b.Stranded += e
+		b.StrandedEpisodes += e
+	}
+	return b
+}
+
+// TestRoundLevelTests: the paired sign-flip test over rounds and Fisher's
+// test on counts divided by the design effect, beside the cycle-level one.
+func TestRoundLevelTests(t *testing.T) {
+	for _, tc := range []struct {
+		name             string
+		stock, x         Build
+		rounds, adjusted string // verdict prefixes
+		roundsTest       string
+	}{
+		// 8 rounds, one stock episode in each: only the observed signs are
+		// as extreme, p = 2^-8 = 0.0039; the episodes are spread, d = 1.
+		{"spread", withRounds("stock", 1, 1, 1, 1, 1, 1, 1, 1), withRounds("fix", 0, 0, 0, 0, 0, 0, 0, 0),
+			"fix strands less than stock, p = 0.0039", "fix strands less than stock, p = ", "sign-flip over 8 paired rounds (fewer stranding episodes)"},
+		// 6 rounds: 2^-6 = 0.016 is not enough at 0.01.
+		{"six rounds", withRounds("stock", 1, 1, 1, 1, 1, 1), withRounds("fix", 0, 0, 0, 0, 0, 0),
+			"no evidence either way (p = 0.016)", "no evidence either way (p = 0.014)", "sign-flip over 6 paired rounds (fewer stranding episodes)"},
+		// All 8 of stock's episodes in one round: one round differs (p =
+		// 1/2), and the design effect (8 events in one of 8 rounds) shrinks
+		// the counts until Fisher's test finds nothing either.
+		{"clustered", withRounds("stock", 8, 0, 0, 0, 0, 0, 0, 0), withRounds("fix", 0, 0, 0, 0, 0, 0, 0, 0),
+			"no evidence either way (p = 0.5)", "no evidence either way", "sign-flip over 8 paired rounds (fewer stranding episodes)"},
+		{"no rounds", counts("stock", 8, 80, 0), counts("fix", 0, 80, 0),
+			"not tested: no per-round counts", "not tested: no per-round counts", "sign-flip over paired rounds"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := &Report{Builds: []Build{tc.stock, tc.x}}
+			SetTests(r)
+			x := r.Builds[1]
+			if !strings.HasPrefix(x.RoundsVersusBaseline.Verdict, tc.rounds) || x.RoundsVersusBaseline.Test != tc.roundsTest {
+				t.Errorf("rounds: %+v, want %q by %q", x.RoundsVersusBaseline, tc.rounds, tc.roundsTest)
+			}
+			if !strings.HasPrefix(x.AdjustedVersusBaseline.Verdict, tc.adjusted) {
+				t.Errorf("adjusted: %+v, want %q", x.AdjustedVersusBaseline, tc.adjusted)
+			}
+			if x.VersusBaseline == nil || x.VersusBaseline.PValue == nil {
+				t.Errorf("cycle-level: %+v, want the test beside them", x.VersusBaseline)
+			}
+		})
+	}
+}

@@ -344,8 +344,18 @@ func writeTests(b *bytes.Buffer, r *report.Report) {
 		if i == base {
 			continue
 		}
+		var rows []testRow
 		for _, m := range report.Measures {
-			v := m.Test(x)
+			rows = append(rows, testRow{m.Noun, m.Measure, m.Test(x)})
+			if m.Noun == report.EpisodeMeasure.Noun {
+				// The same count with the round as the unit, and with the
+				// design effect (docs/statistics.md, "Rounds paired").
+				rows = append(rows, testRow{m.Noun + ", rounds paired", m.Measure, x.RoundsVersusBaseline},
+					testRow{m.Noun + ", design effect", m.Measure, x.AdjustedVersusBaseline})
+			}
+		}
+		for _, r := range rows {
+			v := r.v
 			if v == nil {
 				v = &report.Versus{Test: "–", Verdict: "not tested (the report carries no test)"}
 			}
@@ -353,10 +363,18 @@ func writeTests(b *bytes.Buffer, r *report.Report) {
 			if v.PValue != nil {
 				p = report.PValueText(*v.PValue)
 			}
-			fmt.Fprintf(b, "| %s | %s | %d/%d vs %d/%d | %s | %s | %s |\n", mdCell(x.Name), m.Noun, m.Count(x), m.Trials(x), m.Count(stock), m.Trials(stock), v.Test, p, mdCell(v.Verdict))
+			fmt.Fprintf(b, "| %s | %s | %d/%d vs %d/%d | %s | %s | %s |\n", mdCell(x.Name), r.label, r.m.Count(x), r.m.Trials(x), r.m.Count(stock), r.m.Trials(stock), v.Test, p, mdCell(v.Verdict))
 		}
 	}
 	writeEnoughCycles(b, r.Builds[base])
+}
+
+// testRow is a row of compare.md's tests: what is counted, how, and the
+// test.
+type testRow struct {
+	label string
+	m     report.Measure
+	v     *report.Versus
 }
 
 // planPower is the power the "enough cycles" line plans for.

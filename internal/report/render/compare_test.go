@@ -186,6 +186,8 @@ func TestCompareMarkdownTestsAgainstStock(t *testing.T) {
 				"at α = 0.01",
 				"| build | count | build vs stock | test | p | verdict |\n|---|---|---:|---|---:|---|\n",
 				"| fix | stranding episodes | 0/5000 vs 5/5000 | fisher-exact one-sided (fewer stranding episodes) | 0.031 | no evidence either way (p = 0.031) |\n" +
+					"| fix | stranding episodes, rounds paired | 0/5000 vs 5/5000 | sign-flip over paired rounds | – | not tested: no per-round counts |\n" +
+					"| fix | stranding episodes, design effect | 0/5000 vs 5/5000 | fisher-exact one-sided, design effect | – | not tested: no per-round counts |\n" +
 					"| fix | safety violations | 0/5000 vs 0/5000 | fisher-exact one-sided (fewer safety violations) | 1 | no evidence either way (p = 1) |\n" +
 					"| fix | phantom listings | 0/5000 vs 0/5000 | fisher-exact one-sided (fewer phantom listings) | 1 | no evidence either way (p = 1) |\n" +
 					"| fix | cycles not running | 0/5000 vs 0/5000 | fisher-exact one-sided (fewer cycles not running) | 1 | no evidence either way (p = 1) |\n",
