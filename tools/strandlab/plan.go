@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/spf13/cobra"
 
@@ -25,7 +26,13 @@ build whose true stranding rate is --build-rate strands less often than a
 baseline whose rate is --baseline-rate, and whether the scenario's
 churn.cycles is enough. The baseline rate comes from --baseline-rate, or
 from stock's measured rate of stranding episodes in a previous report
-(--from-report; episodes are the unit of the tests, docs/statistics.md).`,
+(--from-report; episodes are the unit of the tests, docs/statistics.md).
+
+Cycles that strand together are worth less than independent ones: the plan
+is multiplied by the design effect (--design-effect, or with --from-report
+the one of stock's rounds in that report, its runs' in a merged report) and
+said in runs of the scenario's churn.cycles, the unit a comparison is run
+and pooled in.`,
 		Example: `  strandlab plan scenarios/soak.yaml --baseline-rate 0.001
   strandlab plan scenarios/soak.yaml --from-report _output/reports/latest/report.json`,
 		Args: cobra.ExactArgs(1),
@@ -40,6 +47,7 @@ from stock's measured rate of stranding episodes in a previous report
 	f.Float64Var(&o.buildRate, "build-rate", 0, "the rate the build is expected to have (0: a fix that removes the bug)")
 	f.Float64Var(&o.alpha, "alpha", 0.01, "significance level")
 	f.Float64Var(&o.power, "power", 0.8, "the probability of showing the difference when it is real")
+	f.Float64Var(&o.designEffect, "design-effect", 0, "how far the cycles' strandings cluster, >= 1 (default: from --from-report's rounds, else 1)")
 	return cmd
 }
 
@@ -47,6 +55,7 @@ type planOptions struct {
 	scenario, fromReport    string
 	baselineRate, buildRate float64
 	alpha, power            float64
+	designEffect            float64
 }
 
 func plan(o planOptions, w io.Writer) error {
@@ -66,7 +75,10 @@ func plan(o planOptions, w io.Writer) error {
 		return fmt.Errorf("--baseline-rate: %v out of range (0, 1]", o.baselineRate)
 	case o.buildRate < 0 || o.buildRate > 1:
 		return fmt.Errorf("--build-rate: %v out of range [0, 1]", o.buildRate)
+	case o.designEffect != 0 && !(o.designEffect >= 1 && o.designEffect < 1e6):
+		return fmt.Errorf("--design-effect: %v is not at least 1", o.designEffect)
 	}
+	deff, deffFrom := o.designEffect, "--design-effect"
 	switch {
 	case o.fromReport != "" && rate != 0:
 		return errors.New("--baseline-rate and --from-report: give one")
@@ -79,6 +91,9 @@ func plan(o planOptions, w io.Writer) error {
 		for _, b := range r.Builds {
 			if b.Name == "stock" {
 				rate, found = report.EpisodeRate(b), true
+				if deff == 0 {
+					deff, deffFrom = reportDesignEffect(b)
+				}
 			}
 		}
 		if !found {
@@ -100,5 +115,25 @@ func plan(o planOptions, w io.Writer) error {
 	}
 	fmt.Fprintf(w, "baseline rate %.6g, build rate %.6g, alpha %g, power %g: %d cycles per build\n", rate, o.buildRate, o.alpha, o.power, n)
 	fmt.Fprintf(w, "%s: churn.cycles = %d per build: %s\n", o.scenario, sc.Churn.Cycles, verdict)
+	if deff == 0 {
+		deff, deffFrom = 1, "none given: cycles taken as independent"
+	}
+	cycles := int(math.Ceil(float64(n) * deff))
+	runs := (cycles + sc.Churn.Cycles - 1) / max(sc.Churn.Cycles, 1)
+	fmt.Fprintf(w, "design effect %.2f (%s): %d cycles per build, %d runs of %d cycles (churn.cycles), each on a seed of its own\n",
+		deff, deffFrom, cycles, runs, sc.Churn.Cycles)
 	return nil
+}
+
+// reportDesignEffect is the design effect of stock's strandings in a
+// report: its runs' in a merged report, else its rounds'; 0 when the report
+// has neither (planned as independent).
+func reportDesignEffect(b report.Build) (float64, string) {
+	if c, ok := report.RunsRate(b); ok {
+		return c.DesignEffect, "stock's runs in --from-report"
+	}
+	if c, ok := report.RoundsRate(b); ok {
+		return c.DesignEffect, "stock's rounds in --from-report"
+	}
+	return 0, ""
 }

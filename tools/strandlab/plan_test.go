@@ -29,6 +29,14 @@ func TestPlan(t *testing.T) {
 	if err := render.Write(noStrandings, filepath.Join(dir, "b"), ""); err != nil {
 		t.Fatal(err)
 	}
+	// Stock's 8 episodes in 4 rounds of 10 cycles, all in the first: its
+	// rounds' design effect (Clustered95) is well above 1.
+	clustered := &report.Report{Scenario: "soak", Complete: true, Components: map[string]provenance.Component{}, Builds: []report.Build{
+		{Name: "stock", Cycles: 40, Stranded: 8, StrandedEpisodes: 8, StrandedRate: 0.2,
+			Rounds: []report.Round{{Cycles: 10, Stranded: 8, Episodes: 8}, {Cycles: 10}, {Cycles: 10}, {Cycles: 10}}}}}
+	if err := render.Write(clustered, filepath.Join(dir, "d"), ""); err != nil {
+		t.Fatal(err)
+	}
 	soak := "../../scenarios/soak.yaml" // churn.cycles: 5000
 	tests := []struct {
 		name string
@@ -41,6 +49,13 @@ func TestPlan(t *testing.T) {
 		{"rate from a report", planOptions{scenario: soak, fromReport: filepath.Join(dir, "a", "report.json")}, "baseline rate 0.001,", false},
 		{"a rate of 0.01 needs 906", planOptions{scenario: soak, baselineRate: 0.01}, "906 cycles per build\n../../scenarios/soak.yaml: churn.cycles = 5000 per build: enough", false},
 		{"episodes, not cycles, from a report", planOptions{scenario: soak, fromReport: filepath.Join(dir, "c", "report.json")}, "baseline rate 0.00100301,", false},
+		{"independent cycles: 2 runs", planOptions{scenario: soak, baselineRate: 0.001},
+			"design effect 1.00 (none given: cycles taken as independent): 9074 cycles per build, 2 runs of 5000 cycles", false},
+		{"a design effect given", planOptions{scenario: soak, baselineRate: 0.001, designEffect: 2.5},
+			"design effect 2.50 (--design-effect): 22685 cycles per build, 5 runs of 5000 cycles", false},
+		{"the design effect of a report's rounds", planOptions{scenario: soak, fromReport: filepath.Join(dir, "d", "report.json")},
+			"(stock's rounds in --from-report)", false},
+		{"a design effect below 1", planOptions{scenario: soak, baselineRate: 0.001, designEffect: 0.5}, "--design-effect: 0.5 is not at least 1", true},
 		{"no rate", planOptions{scenario: soak}, "--baseline-rate or --from-report is required", true},
 		{"both", planOptions{scenario: soak, baselineRate: 0.1, fromReport: "x"}, "give one", true},
 		{"stock never stranded", planOptions{scenario: soak, fromReport: filepath.Join(dir, "b", "report.json")}, "stock stranded 0 times", true},
