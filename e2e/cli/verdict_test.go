@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestUntilVerdictDecidesSeed: `--until-verdict` on seed-122413 runs rounds
@@ -58,4 +59,32 @@ func TestUntilVerdictDecidesSeed(t *testing.T) {
 	if !strings.Contains(string(compare), "## Until a verdict") || !strings.Contains(string(compare), "fix strands less than stock") {
 		t.Errorf("compare.md lacks the sequential verdict:\n%s", compare)
 	}
+}
+
+// TestUntilVerdictInterrupted: Ctrl-C in the second round leaves a valid
+// report of the run that pools what the rounds ran, says it was
+// interrupted and why it stopped, and exits 130 with nothing running.
+func TestUntilVerdictInterrupted(t *testing.T) {
+	r := start(t, "--scenario", "scenarios/seed-122413.yaml", "--builds", "stock,fix", "--until-verdict")
+	r.waitForLine(t, "== round 2:", 5*time.Minute)
+	r.waitForLine(t, ">> churning", 3*time.Minute)
+	if err := r.cmd.Process.Signal(os.Interrupt); err != nil {
+		t.Fatal(err)
+	}
+	if code := r.wait(t); code != 130 {
+		t.Fatalf("exit %d after Ctrl-C, want 130:\n%s", code, r.text())
+	}
+	rep := readReport(t, r.lastStdoutLine())
+	s := rep.Sequential
+	if !rep.Interrupted || rep.Complete || s == nil || len(s.Rounds) != 2 || s.Stopped != "round 2 did not complete" {
+		t.Fatalf("interrupted %v, complete %v, sequential %+v; want an interrupted report of 2 rounds, the second not complete", rep.Interrupted, rep.Complete, s)
+	}
+	first := readReport(t, filepath.Join(filepath.Dir(r.lastStdoutLine()), "rounds", s.Rounds[0], "report.json"))
+	if !first.Complete || len(first.Builds) != 2 {
+		t.Errorf("round 1: complete %v with %d builds, want complete with stock and fix", first.Complete, len(first.Builds))
+	}
+	if len(s.Builds) != 1 || s.Builds[0].Strandings.Looks != 2 {
+		t.Errorf("the test looked at %+v, want fix at both rounds", s.Builds)
+	}
+	assertNothingLeft(t, r)
 }
