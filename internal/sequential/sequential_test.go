@@ -68,35 +68,21 @@ func TestTypeIErrorUnderRepeatedLooks(t *testing.T) {
 	const (
 		comparisons = 10000
 		looks       = 10
-		trials      = 60
-		rate        = 0.03
 		alpha       = 0.05
 	)
-	rng := rand.New(rand.NewPCG(122413, 1))
-	d := Design{Alpha: alpha, Margin: 0.01}
-	wrong, naiveWrong := 0, 0
-	for range comparisons {
-		var rounds []Round
-		naive := false
-		for range looks {
-			rounds = append(rounds, Round{binomial(rng, trials, rate), trials, binomial(rng, trials, rate), trials})
-			x, xb, n := pooled(rounds)
+	naiveWrong := 0
+	outcomes := simulate(t, 122413, comparisons, looks, 60, 0.03, 0.03, Design{Alpha: alpha, Margin: 0.01}, func(rounds []Round) {
+		for i := range rounds {
+			x, xb, n := pooled(rounds[:i+1])
 			pl, _ := stats.FisherExact(x, n, xb, n, stats.Fewer)
 			pm, _ := stats.FisherExact(x, n, xb, n, stats.More)
-			naive = naive || pl <= alpha/2 || pm <= alpha/2
+			if pl <= alpha/2 || pm <= alpha/2 {
+				naiveWrong++
+				return
+			}
 		}
-		v, err := Evaluate(rounds, d)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if v.Outcome == Less || v.Outcome == More {
-			wrong++
-		}
-		if naive {
-			naiveWrong++
-		}
-	}
-	got, naiveGot := float64(wrong)/comparisons, float64(naiveWrong)/comparisons
+	})
+	got, naiveGot := float64(outcomes[Less]+outcomes[More])/comparisons, float64(naiveWrong)/comparisons
 	t.Logf("type I error over %d looks: mixture SPRT %.4f, Fisher at every look %.4f (alpha %.2f)", looks, got, naiveGot, alpha)
 	if got > alpha {
 		t.Errorf("the sequential test said less or more in %.4f of %d comparisons of equal rates, want at most alpha = %.2f", got, comparisons, alpha)
@@ -112,32 +98,39 @@ func TestTypeIErrorUnderRepeatedLooks(t *testing.T) {
 func TestNoDifferenceErrorWhenTheyDiffer(t *testing.T) {
 	const (
 		comparisons = 2000
-		looks       = 20
-		trials      = 400
 		alpha       = 0.05
 		margin      = 0.01
 	)
-	rng := rand.New(rand.NewPCG(87374, 2))
-	d := Design{Alpha: alpha, Margin: margin}
-	wrong := 0
+	outcomes := simulate(t, 87374, comparisons, 20, 400, 0.02+1.05*margin, 0.02, Design{Alpha: alpha, Margin: margin}, nil)
+	got := float64(outcomes[NoDifference]) / comparisons
+	t.Logf("no difference called for rates %.3f apart (margin %.3f): %.4f", 1.05*margin, margin, got)
+	if got > alpha {
+		t.Errorf("no difference called in %.4f of comparisons whose rates differ by more than the margin, want at most %.2f", got, alpha)
+	}
+}
+
+// simulate runs comparisons of a build at rate against a baseline at
+// baseRate, looks rounds of trials each, with a seeded generator, and
+// counts their outcomes; seen, when set, is shown each comparison's rounds.
+func simulate(t *testing.T, seed uint64, comparisons, looks, trials int, rate, baseRate float64, d Design, seen func([]Round)) map[Outcome]int {
+	t.Helper()
+	rng := rand.New(rand.NewPCG(seed, 1))
+	outcomes := map[Outcome]int{}
 	for range comparisons {
-		var rounds []Round
-		for range looks {
-			rounds = append(rounds, Round{binomial(rng, trials, 0.02+1.05*margin), trials, binomial(rng, trials, 0.02), trials})
+		rounds := make([]Round, looks)
+		for i := range rounds {
+			rounds[i] = Round{binomial(rng, trials, rate), trials, binomial(rng, trials, baseRate), trials}
+		}
+		if seen != nil {
+			seen(rounds)
 		}
 		v, err := Evaluate(rounds, d)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if v.Outcome == NoDifference {
-			wrong++
-		}
+		outcomes[v.Outcome]++
 	}
-	got := float64(wrong) / comparisons
-	t.Logf("no difference called for rates %.3f apart (margin %.3f): %.4f", 1.05*margin, margin, got)
-	if got > alpha {
-		t.Errorf("no difference called in %.4f of comparisons whose rates differ by more than the margin, want at most %.2f", got, alpha)
-	}
+	return outcomes
 }
 
 // TestRateBoundsHoldAtEveryLook: the confidence sequence covers the true

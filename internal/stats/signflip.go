@@ -36,38 +36,8 @@ func SignFlip(diffs []int) (fewer, more float64) {
 	if m == 0 {
 		return 1, 1
 	}
-	if m <= signFlipExactMax {
-		le, ge := 0, 0
-		for mask := 0; mask < 1<<m; mask++ {
-			t := 0
-			for i, v := range nz {
-				if mask&(1<<i) != 0 {
-					t -= v
-				} else {
-					t += v
-				}
-			}
-			if t <= s {
-				le++
-			}
-			if t >= s {
-				ge++
-			}
-		}
-		total := float64(int(1) << m)
-		return float64(le) / total, float64(ge) / total
-	}
-	rng := rand.New(rand.NewPCG(1935, 21))
 	le, ge := 0, 0
-	for range signFlipDraws {
-		t := 0
-		for _, v := range nz {
-			if rng.Uint64()&1 == 1 {
-				t -= v
-			} else {
-				t += v
-			}
-		}
+	count := func(t int) {
 		if t <= s {
 			le++
 		}
@@ -75,7 +45,31 @@ func SignFlip(diffs []int) (fewer, more float64) {
 			ge++
 		}
 	}
+	if m <= signFlipExactMax {
+		for mask := 0; mask < 1<<m; mask++ {
+			count(flipped(nz, func(i int) bool { return mask&(1<<i) != 0 }))
+		}
+		total := float64(int(1) << m)
+		return float64(le) / total, float64(ge) / total
+	}
+	rng := rand.New(rand.NewPCG(1935, 21))
+	for range signFlipDraws {
+		count(flipped(nz, func(int) bool { return rng.Uint64()&1 == 1 }))
+	}
 	return float64(le+1) / (signFlipDraws + 1), float64(ge+1) / (signFlipDraws + 1)
+}
+
+// flipped is the sum of vs with the i-th negated where neg(i).
+func flipped(vs []int, neg func(i int) bool) int {
+	t := 0
+	for i, v := range vs {
+		if neg(i) {
+			t -= v
+		} else {
+			t += v
+		}
+	}
+	return t
 }
 
 func abs(x int) int {
