@@ -78,10 +78,10 @@ func CompareMarkdown(r *report.Report) string {
 		{"safety violations", func(x report.Build) string { return fmt.Sprint(x.SafetyViolations) }},
 		{"phantom listings", func(x report.Build) string { return fmt.Sprint(x.PhantomListings) }},
 		{"cycles not running", func(x report.Build) string { return fmt.Sprint(x.CyclesNotRunning) }},
-		{"created-to-running p50 (ms)", func(x report.Build) string { return fmt.Sprintf("%.0f", finite(x.CreatedToRunningMS.P50)) }},
-		{"created-to-running p99 (ms)", func(x report.Build) string { return fmt.Sprintf("%.0f", finite(x.CreatedToRunningMS.P99)) }},
-		{"delete-to-running p50 (ms)", func(x report.Build) string { return fmt.Sprintf("%.0f", finite(x.DeleteToRunningMS.P50)) }},
-		{"delete-to-running p99 (ms)", func(x report.Build) string { return fmt.Sprintf("%.0f", finite(x.DeleteToRunningMS.P99)) }},
+		{"created-to-running p50 (ms)", func(x report.Build) string { return runningMS(x, x.CreatedToRunningMS.P50) }},
+		{"created-to-running p99 (ms)", func(x report.Build) string { return runningMS(x, x.CreatedToRunningMS.P99) }},
+		{"delete-to-running p50 (ms)", func(x report.Build) string { return runningMS(x, x.DeleteToRunningMS.P50) }},
+		{"delete-to-running p99 (ms)", func(x report.Build) string { return runningMS(x, x.DeleteToRunningMS.P99) }},
 		{"cycles/s", func(x report.Build) string { return fmt.Sprintf("%.2f", finite(x.CyclesPerSecond)) }},
 		{"controller API requests per cycle (total)", func(x report.Build) string { return fmt.Sprintf("%.2f", requestTotal(x)) }},
 		{rowAllRequests, func(x report.Build) string {
@@ -367,6 +367,15 @@ func writeTests(b *bytes.Buffer, r *report.Report) {
 		}
 	}
 	writeEnoughCycles(b, r.Builds[base])
+}
+
+// runningMS is a latency of the cycles that reached Running, in ms; "–"
+// when none did (a build whose every cycle stranded has no median, not 0).
+func runningMS(x report.Build, ms float64) string {
+	if x.Cycles-x.Stranded-x.CyclesNotRunning <= 0 {
+		return "–"
+	}
+	return fmt.Sprintf("%.0f", finite(ms))
 }
 
 // testRow is a row of compare.md's tests: what is counted, how, and the

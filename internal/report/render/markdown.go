@@ -171,9 +171,10 @@ func Table(r *report.Report) string {
 	b.WriteString("| build | cycles | not running | stranded | episodes | rate (95% CI) | 95% CI, rounds as unit | safety | cycles/s | to-running p50/p99 ms | same node |\n")
 	b.WriteString("|---|---:|---:|---:|---:|---|---|---:|---:|---|---:|\n")
 	for _, bld := range r.Builds {
-		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %.4f [%.4f, %.4f] | %s | %d | %.2f | %.0f / %.0f | %.2f |\n",
+		fmt.Fprintf(&b, "| %s | %d | %d | %d | %d | %.4f [%.4f, %.4f] | %s | %d | %.2f | %s / %s | %.2f |\n",
 			bld.Name, bld.Cycles, bld.CyclesNotRunning, bld.Stranded, report.Episodes(bld), bld.StrandedRate, bld.StrandedRateCI95[0], bld.StrandedRateCI95[1],
-			intervalText(bld.StrandedRateCI95Rounds), bld.SafetyViolations, bld.CyclesPerSecond, bld.CreatedToRunningMS.P50, bld.CreatedToRunningMS.P99, bld.PinningSameNodeRatio)
+			intervalText(bld.StrandedRateCI95Rounds), bld.SafetyViolations, bld.CyclesPerSecond,
+			runningMS(bld, bld.CreatedToRunningMS.P50), runningMS(bld, bld.CreatedToRunningMS.P99), bld.PinningSameNodeRatio)
 	}
 	return b.String()
 }

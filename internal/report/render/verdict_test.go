@@ -58,3 +58,17 @@ func TestVerdicts(t *testing.T) {
 		})
 	}
 }
+
+// A build whose every cycle stranded has no latency to Running: "–", not 0.
+func TestNoMedianWithoutRunningCycles(t *testing.T) {
+	r := &report.Report{Scenario: "seed-122413", Complete: true, Builds: []report.Build{
+		{Name: "stock", Cycles: 3, Stranded: 3, StrandedEpisodes: 3}, {Name: "fix", Cycles: 3, CreatedToRunningMS: report.Percentiles{P50: 1800, P99: 2500}}}}
+	table := Table(r)
+	if !strings.Contains(table, "| – / – |") || !strings.Contains(table, "| 1800 / 2500 |") {
+		t.Errorf("table:\n%s\nwant stock's to-running \"– / –\" and fix's 1800 / 2500", table)
+	}
+	md := CompareMarkdown(r)
+	if !strings.Contains(md, "| created-to-running p50 (ms) | – | 1800 |") {
+		t.Errorf("compare.md:\n%s\nwant stock's created-to-running \"–\"", md)
+	}
+}
