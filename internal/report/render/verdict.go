@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/stats"
 )
 
 // Verdicts is what the console prints after a run's table: each build's
@@ -33,8 +34,16 @@ func Verdicts(r *report.Report) string {
 			continue
 		}
 		m := report.EpisodeMeasure
-		fmt.Fprintf(&b, "verdict: %s: %d of %d against %d of %d %s (Fisher's exact, one-sided)\n", x.VersusBaseline.Verdict,
+		fmt.Fprintf(&b, "verdict: %s: %d of %d against %d of %d %s (Fisher's exact, one-sided)", x.VersusBaseline.Verdict,
 			m.Count(x), m.Trials(x), m.Count(base), m.Trials(base), m.Noun)
+		if strings.HasPrefix(x.VersusBaseline.Verdict, "no evidence") && m.Trials(x) > 0 && m.Trials(base) > 0 {
+			// What a run without a verdict can still say: how high either
+			// rate could be.
+			_, hx := stats.Wilson95(m.Count(x), m.Trials(x))
+			_, hb := stats.Wilson95(m.Count(base), m.Trials(base))
+			fmt.Fprintf(&b, "; what it excludes: %s's rate above %.3g and %s's above %.3g per cycle (95%% upper bounds)", x.Name, hx, base.Name, hb)
+		}
+		b.WriteString("\n")
 	}
 	return b.String()
 }

@@ -11,6 +11,8 @@ func TestVerdicts(t *testing.T) {
 	fixed := &report.Report{Scenario: "seed-122413", Complete: true, Builds: []report.Build{
 		{Name: "stock", Cycles: 8, Stranded: 8, StrandedEpisodes: 8}, {Name: "fix", Cycles: 8}}}
 	report.SetTests(fixed)
+	control := &report.Report{Scenario: "control", Complete: true, Builds: []report.Build{{Name: "stock", Cycles: 3}, {Name: "fix", Cycles: 3}}}
+	report.SetTests(control)
 	rounds := []*report.Report{}
 	for range 5 {
 		rounds = append(rounds, &report.Report{Builds: []report.Build{{Name: "stock", Cycles: 3, Stranded: 3, StrandedEpisodes: 3}, {Name: "fix", Cycles: 3}}})
@@ -35,6 +37,8 @@ func TestVerdicts(t *testing.T) {
 			[]string{"verdict: fix strands less than stock: 0 of 15 against 15 of 15 stranding episodes, always-valid p = ", "  safety: undecided", "stopped: every build decided"},
 			[]string{"## Until a verdict", "mixture sequential probability ratio test", "rounds of 3 cycles a build", "| fix | stranding episodes | fix strands less than stock", "| 5 |", "- fix: 0.41, 0.069, 0.011, 0.0015, 0.00021"}},
 		{"no baseline", &report.Report{Builds: []report.Build{{Name: "fix", Cycles: 3}}}, nil, nil},
+		{"control: no verdict, what it excludes", control,
+			[]string{"verdict: no evidence either way (p = 1): 0 of 3 against 0 of 3 stranding episodes (Fisher's exact, one-sided); what it excludes: fix's rate above 0.561 and stock's above 0.561 per cycle (95% upper bounds)"}, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := Verdicts(tc.r)
