@@ -22,6 +22,10 @@ import (
 	"github.com/strandlab/strandlab/internal/scenario"
 )
 
+// DefaultMaxRounds bounds a run until a verdict without --max-cycles: 50
+// rounds (150 cycles a build of seed-122413, 250,000 of the soak).
+const DefaultMaxRounds = 50
+
 // CheckDesign refuses a sequential design's bad alpha or margin, naming
 // the flag.
 func CheckDesign(d report.SequentialDesign) error {
@@ -60,6 +64,11 @@ func runUntilVerdict(ctx context.Context, opts Options, sc *scenario.Scenario) (
 	if d.RoundCycles <= 0 {
 		return "", fmt.Errorf("--until-verdict: a round of %d cycles", d.RoundCycles)
 	}
+	if d.MaxCycles == 0 {
+		d.MaxCycles = DefaultMaxRounds * d.RoundCycles
+	}
+	fmt.Fprintf(opts.Progress, ">> until a verdict: rounds of %d cycles a build, at most %d cycles a build; alpha %g, no difference within %g per cycle\n",
+		d.RoundCycles, d.MaxCycles, d.Alpha, d.Margin)
 	topDir, topID, err := report.ClaimDir(filepath.Join(opts.OutputDir, "reports"), runIDOf(time.Now(), sc.Name, opts.RunIDSuffix))
 	if err != nil {
 		return "", fmt.Errorf("create the report directory: %w", err)

@@ -137,7 +137,7 @@ func runCommand() *cobra.Command {
 		check     bool
 		ext       existingFlags
 		verdict   bool
-		design    = report.SequentialDesign{Alpha: 0.001, Margin: 0.005, MaxCycles: 20000}
+		design    = report.SequentialDesign{Alpha: 0.001, Margin: 0.005}
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -273,7 +273,7 @@ anything is touched. See docs/existing.md.`,
 	f.BoolVar(&verdict, "until-verdict", false, "run stock and the other builds in rounds (--cycles each: a round's cycles), fresh clusters and the next seed each round, until a sequential test of each build against stock decides: less, more, or no difference larger than --verdict-margin (docs/statistics.md)")
 	f.Float64Var(&design.Alpha, "verdict-alpha", design.Alpha, "--until-verdict: the chance of each kind of wrong verdict, however many rounds are looked at")
 	f.Float64Var(&design.Margin, "verdict-margin", design.Margin, "--until-verdict: the difference of stranding-episode rates (per cycle) that 'no difference' rules out (0.005: 5 per 1,000 cycles)")
-	f.IntVar(&design.MaxCycles, "max-cycles", design.MaxCycles, "--until-verdict: stop undecided before a build would run more cycles than this")
+	f.IntVar(&design.MaxCycles, "max-cycles", 0, fmt.Sprintf("--until-verdict: stop undecided before a build would run more cycles than this (default: %d rounds' worth)", runner.DefaultMaxRounds))
 	f.StringVar(&opts.RunIDSuffix, "run-id-suffix", "", "append -SUFFIX to the run id (and report directory): shards of one scenario run in the same second stay distinct for strandlab merge")
 	ext.register(cmd)
 	return cmd
