@@ -133,11 +133,12 @@ func runUntilVerdict(ctx context.Context, opts Options, sc *scenario.Scenario) (
 		o.Keep = false
 		dir, err := runInto(ctx, o, &rsc, filepath.Join(topDir, "rounds"), fmt.Sprintf("round-%03d", round), "")
 		if dir != "" {
-			if r, rerr := report.Read(filepath.Join(dir, "report.json")); rerr == nil {
+			// A round stopped before any build ran has nothing to pool.
+			if r, rerr := report.Read(filepath.Join(dir, "report.json")); rerr == nil && len(r.Builds) > 0 {
 				rounds = append(rounds, r)
 				inputs = append(inputs, report.MergeInput{Path: filepath.Join(dir, "report.json"), Report: r})
 				seq.Rounds = append(seq.Rounds, r.RunID)
-			} else {
+			} else if rerr != nil {
 				err = errors.Join(err, rerr)
 			}
 		}
