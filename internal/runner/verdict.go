@@ -119,6 +119,7 @@ func runUntilVerdict(ctx context.Context, opts Options, sc *scenario.Scenario) (
 
 	undecided := slices.DeleteFunc(slices.Clone(sc.Builds), func(b string) bool { return b == report.Baseline })
 	cycles := 0 // each build's cycles so far (the baseline runs in every round)
+	decided := map[string]bool{}
 	for round := 1; ; round++ {
 		if d.MaxCycles > 0 && cycles+d.RoundCycles > d.MaxCycles {
 			return topDir, save(fmt.Sprintf("max cycles: another round of %d would pass --max-cycles %d (%d a build run); undecided: %s",
@@ -156,8 +157,13 @@ func runUntilVerdict(ctx context.Context, opts Options, sc *scenario.Scenario) (
 		}
 		undecided = undecided[:0]
 		for _, t := range tests {
+			if decided[t.Name] {
+				continue
+			}
 			fmt.Fprintf(opts.Progress, ">> after round %d: %s\n", round, t.Strandings.Verdict)
-			if !t.Decided() {
+			// A decided build runs no more rounds, even if the design
+			// effect of later rounds would move its test back.
+			if decided[t.Name] = t.Decided(); !decided[t.Name] {
 				undecided = append(undecided, t.Name)
 			}
 		}
