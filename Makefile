@@ -93,7 +93,7 @@ calibrate: binaries ## SCENARIO on local and kind, same SEEDS (e.g. 1-10), BUILD
 
 .PHONY: test
 test: lint binaries ## run all tests: lint, unit tests, e2e-framework suites (local provider; kind too when Docker runs)
-	$(GO) test -count=1 -timeout 30m $$($(GO) list ./... | grep -v -e /e2e/kind$$ -e /e2e/kindrun$$)
+	$(GO) test -count=1 -timeout 40m $$($(GO) list ./... | grep -v -e /e2e/kind$$ -e /e2e/kindrun$$)
 	@# kubelet-sim's upstream volume manager: a module of its own.
 	cd tools/upstream/kubelet-sim && CGO_ENABLED=0 $(GO) test -trimpath -count=1 ./...
 	@# The kind suites run alone and one after the other (-p 1): their nodes
