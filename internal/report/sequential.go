@@ -27,6 +27,18 @@ type SequentialDesign struct {
 	MaxCycles   int `json:"max_cycles"`
 }
 
+// Check refuses a design's bad alpha or margin, naming the flag that sets
+// it (run's and merge's --verdict-alpha, --verdict-margin).
+func (d SequentialDesign) Check() error {
+	switch {
+	case !(d.Alpha > 0 && d.Alpha < 1):
+		return fmt.Errorf("--verdict-alpha: %v is not in (0, 1)", d.Alpha)
+	case !(d.Margin > 0 && d.Margin < 1):
+		return fmt.Errorf("--verdict-margin: %v is not a rate in (0, 1) (events per cycle: 0.005 is 5 per 1,000)", d.Margin)
+	}
+	return nil
+}
+
 // Sequential is report.json's sequential: the design, the rounds looked at
 // and each build's verdict.
 type Sequential struct {

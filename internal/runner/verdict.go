@@ -26,22 +26,10 @@ import (
 // rounds (150 cycles a build of seed-122413, 250,000 of the soak).
 const DefaultMaxRounds = 50
 
-// CheckDesign refuses a sequential design's bad alpha or margin, naming
-// the flag.
-func CheckDesign(d report.SequentialDesign) error {
-	switch {
-	case !(d.Alpha > 0 && d.Alpha < 1):
-		return fmt.Errorf("--verdict-alpha: %v is not in (0, 1)", d.Alpha)
-	case !(d.Margin > 0 && d.Margin < 1):
-		return fmt.Errorf("--verdict-margin: %v is not a rate in (0, 1) (events per cycle: 0.005 is 5 per 1,000)", d.Margin)
-	}
-	return nil
-}
-
 // CheckUntilVerdict refuses a design or a build list a run until a
 // verdict cannot use, naming the flag.
 func CheckUntilVerdict(d report.SequentialDesign, builds []string) error {
-	if err := CheckDesign(d); err != nil {
+	if err := d.Check(); err != nil {
 		return err
 	}
 	switch {

@@ -13,7 +13,6 @@ import (
 
 	"github.com/strandlab/strandlab/internal/report"
 	"github.com/strandlab/strandlab/internal/report/render"
-	"github.com/strandlab/strandlab/internal/runner"
 	"github.com/strandlab/strandlab/internal/scenario"
 	"github.com/strandlab/strandlab/internal/upstream"
 )
@@ -128,7 +127,7 @@ func mergeReports(paths []string, o mergeOptions, stdout, stderr io.Writer) (str
 		return "", err
 	}
 	if o.sequential {
-		if err := runner.CheckDesign(o.design); err != nil {
+		if err := o.design.Check(); err != nil {
 			return "", err
 		}
 	}
