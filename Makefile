@@ -53,6 +53,7 @@ RUN_FLAGS := --scenario $(SCENARIO) \
 	$(if $(RUNTIME_TIMINGS),--runtime-timings $(RUNTIME_TIMINGS)) \
 	$(if $(filter 1 true yes,$(CLUSTER_OWNER_CONSENT)),--cluster-owner-consent) \
 	$(if $(filter 1 true yes,$(UNTIL_VERDICT)),--until-verdict) \
+	$(if $(filter 0 false no,$(UNTIL_VERDICT)),--until-verdict=false) \
 	$(if $(MAX_CYCLES),--max-cycles $(MAX_CYCLES)) \
 	$(if $(VERDICT_ALPHA),--verdict-alpha $(VERDICT_ALPHA)) \
 	$(if $(VERDICT_MARGIN),--verdict-margin $(VERDICT_MARGIN)) \

@@ -168,6 +168,13 @@ func (r *run) text() string {
 	return "stdout:\n" + strings.Join(r.stdout, "\n") + "\nstderr:\n" + strings.Join(r.stderr, "\n")
 }
 
+// stdoutLines is what the run printed on stdout: its reports' paths.
+func (r *run) stdoutLines() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.stdout)
+}
+
 func (r *run) lastStdoutLine() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()

@@ -8,31 +8,40 @@ import (
 	"time"
 )
 
-// TestUntilVerdictDecidesSeed: `--until-verdict` on seed-122413 runs rounds
-// of stock and fix, without a cycle count given, until fix is decided:
-// stock strands its cycles (each a new episode) and fix none, so the
-// always-valid test says "fix strands less than stock" within the bound on
-// cycles. The run's report pools the rounds it kept, says why it stopped,
-// and the console ends with the verdict. (α 0.05 keeps it to three rounds
-// when stock strands every cycle: docs/statistics.md.)
-func TestUntilVerdictDecidesSeed(t *testing.T) {
-	r := start(t, "--scenario", "scenarios/seed-122413.yaml", "--builds", "stock,fix", "--until-verdict", "--verdict-alpha", "0.05", "--max-cycles", "30")
+// TestMainJobEndsWithVerdict: the main job — `make e2e` with no variables,
+// i.e. `strandlab run` with its default scenarios, seed-122413 then
+// control — runs seed-122413 in rounds until a verdict (its untilVerdict,
+// α 0.01) without a cycle count given: stock strands its cycles (each a
+// new episode) and fix none, so the console says "fix strands less than
+// stock" at p < 0.01 (after 4 rounds when stock strands every cycle:
+// docs/statistics.md). Then control runs its 3 cycles once and its line
+// says what they exclude. The seed's report pools the rounds it kept and
+// says why it stopped.
+func TestMainJobEndsWithVerdict(t *testing.T) {
+	r := start(t)
 	if code := r.wait(t); code != 0 {
 		t.Fatalf("exit %d:\n%s", code, r.text())
 	}
 	if !strings.Contains(r.text(), "verdict: fix strands less than stock: 0 of ") {
-		t.Errorf("the console does not end with fix's verdict:\n%s", r.text())
+		t.Errorf("the console has no verdict on fix:\n%s", r.text())
 	}
-	path := r.lastStdoutLine()
+	if !strings.Contains(r.text(), "0 of 3 against 0 of 3 stranding episodes (Fisher's exact, one-sided); what it excludes: fix's rate above") {
+		t.Errorf("the console says nothing of control's 3 cycles:\n%s", r.text())
+	}
+	paths := r.stdoutLines()
+	if len(paths) != 2 {
+		t.Fatalf("stdout %q, want the two reports' paths", paths)
+	}
+	path := paths[0]
 	rep := readReport(t, path)
 	s := rep.Sequential
-	if s == nil || len(s.Builds) != 1 {
-		t.Fatalf("report.json's sequential: %+v, want fix's tests", s)
+	if rep.Scenario != "seed-122413" || s == nil || len(s.Builds) != 1 {
+		t.Fatalf("%s: report.json's sequential: %+v, want seed-122413's test of fix", path, s)
 	}
 	fix := s.Builds[0]
-	if fix.Name != "fix" || fix.Strandings.Outcome != "less" || fix.Strandings.PValue > 0.05 || fix.Strandings.DecidedAt != len(s.Rounds) ||
-		fix.Strandings.Events != 0 || fix.Strandings.BaseEvents < 7 {
-		t.Errorf("fix: %+v, want less at p <= 0.05 at the last of the %d rounds, 0 episodes against at least 7", fix.Strandings, len(s.Rounds))
+	if s.Alpha != 0.01 || fix.Name != "fix" || fix.Strandings.Outcome != "less" || fix.Strandings.PValue >= 0.01 || fix.Strandings.DecidedAt != len(s.Rounds) ||
+		fix.Strandings.Events != 0 || fix.Strandings.BaseEvents < 10 {
+		t.Errorf("alpha %g, fix: %+v; want alpha 0.01 (the scenario's), less at p < 0.01 at the last of the %d rounds, 0 episodes against at least 10", s.Alpha, fix.Strandings, len(s.Rounds))
 	}
 	if !strings.HasPrefix(s.Stopped, "every build decided") || !rep.Complete || s.RoundCycles != 3 {
 		t.Errorf("stopped %q, complete %v, rounds of %d cycles; want every build decided, complete, 3 cycles (the scenario's)", s.Stopped, rep.Complete, s.RoundCycles)
@@ -59,6 +68,11 @@ func TestUntilVerdictDecidesSeed(t *testing.T) {
 	if !strings.Contains(string(compare), "## Until a verdict") || !strings.Contains(string(compare), "fix strands less than stock") {
 		t.Errorf("compare.md lacks the sequential verdict:\n%s", compare)
 	}
+	control := readReport(t, paths[1])
+	if control.Scenario != "control" || control.Sequential != nil || len(control.Builds) != 2 || control.Builds[0].Cycles != 3 {
+		t.Errorf("%s: scenario %s, sequential %+v, %d builds; want control's 3 cycles of stock and fix, once", paths[1], control.Scenario, control.Sequential, len(control.Builds))
+	}
+	assertNothingLeft(t, r)
 }
 
 // TestUntilVerdictInterrupted: Ctrl-C in the second round leaves a valid

@@ -43,6 +43,26 @@ func CheckUntilVerdict(d report.SequentialDesign, builds []string) error {
 	return nil
 }
 
+// ScenarioDesign is the design of a run of sc whose command line says
+// neither --until-verdict nor --cycles: the scenario's untilVerdict over
+// the default design, or nil (its cycles once) when it has none or its
+// builds, after --builds, are not stock and another. A scenario's default
+// never makes a run fail: a run of stock alone is a fixed run.
+func ScenarioDesign(sc *scenario.Scenario) *report.SequentialDesign {
+	u := sc.UntilVerdict
+	if u == nil || !slices.Contains(sc.Builds, report.Baseline) || len(sc.Builds) < 2 {
+		return nil
+	}
+	d := report.DefaultSequentialDesign()
+	if u.Alpha > 0 {
+		d.Alpha = u.Alpha
+	}
+	if u.Margin > 0 {
+		d.Margin = u.Margin
+	}
+	return &d
+}
+
 func runUntilVerdict(ctx context.Context, opts Options, sc *scenario.Scenario) (string, error) {
 	d := *opts.UntilVerdict
 	d.RoundCycles = sc.Churn.Cycles

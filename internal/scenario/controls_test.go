@@ -24,7 +24,10 @@ var controls = map[string]string{
 // A control differs from its faulted scenario by proxy.rules alone, so
 // that a difference between their results is the faults' doing. Its name
 // and its expect band are not compared: one names the experiment, the
-// other judges its outcome, and neither changes what runs.
+// other judges its outcome, and neither changes what runs. Nor is
+// untilVerdict: it says when to stop repeating the experiment (each round
+// is the scenario's churn on the round's seed, as its control runs it
+// once), not what a cycle is.
 func TestControlsDifferByTheFaultRulesAlone(t *testing.T) {
 	files, err := filepath.Glob("../../scenarios/*.yaml")
 	if err != nil || len(files) == 0 {
@@ -63,10 +66,11 @@ func TestControlsDifferByTheFaultRulesAlone(t *testing.T) {
 }
 
 // differencesButTheFaults are the fields in which a and b differ, besides
-// proxy.rules, name and expect, by their paths in the scenario file.
+// proxy.rules, name, expect and untilVerdict, by their paths in the
+// scenario file.
 func differencesButTheFaults(a, b *Scenario) []string {
 	clear := func(s Scenario) Scenario {
-		s.Name, s.Expect = "", nil
+		s.Name, s.Expect, s.UntilVerdict = "", nil, nil
 		if s.Proxy != nil {
 			p := *s.Proxy
 			p.Rules = nil

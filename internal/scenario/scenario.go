@@ -47,6 +47,25 @@ type Scenario struct {
 	// and a pool of runs (`strandlab merge --check`, Band.Pooled); it
 	// never changes what is measured.
 	Expect map[string]Band `json:"expect,omitempty"`
+	// UntilVerdict, when present, is how `strandlab run` runs this
+	// scenario when its command line says neither --until-verdict nor
+	// --cycles: in rounds until a verdict, as --until-verdict does, with
+	// these values for the flags not given. It is what makes make e2e's
+	// main job end with a verdict on the seed. A run of other builds than
+	// stock and at least one more is a fixed run, since it has nothing to
+	// test against stock.
+	UntilVerdict *UntilVerdict `json:"untilVerdict,omitempty"`
+}
+
+// UntilVerdict is a scenario's sequential design (Scenario.UntilVerdict).
+// A field left out is the flag's default.
+type UntilVerdict struct {
+	// Alpha is --verdict-alpha: the chance of each kind of wrong verdict,
+	// however many rounds are looked at.
+	Alpha float64 `json:"alpha,omitempty"`
+	// Margin is --verdict-margin: the difference of stranding-episode
+	// rates (per cycle) that "no difference" rules out.
+	Margin float64 `json:"margin,omitempty"`
 }
 
 // Band is the expected outcome of one build. Unset bounds are not checked.
@@ -406,6 +425,16 @@ func (s *Scenario) Validate() error {
 	for _, name := range sortedBandKeys(s.Expect) {
 		if err := s.Expect[name].validate("expect." + name); err != nil {
 			return err
+		}
+	}
+	if u := s.UntilVerdict; u != nil {
+		// 0 is "left out"; what is given must be a probability (alpha) or
+		// a rate per cycle (margin), as the flags must.
+		if !(u.Alpha >= 0 && u.Alpha < 1) {
+			return fmt.Errorf("untilVerdict.alpha: %v is not in (0, 1)", u.Alpha)
+		}
+		if !(u.Margin >= 0 && u.Margin < 1) {
+			return fmt.Errorf("untilVerdict.margin: %v is not a rate in (0, 1) (stranding episodes per cycle: 0.005 is 5 per 1,000)", u.Margin)
 		}
 	}
 	return nil

@@ -123,6 +123,9 @@ func TestParseRejectsBadInputNamingTheField(t *testing.T) {
 		{"name with a newline", strings.Replace(valid, "name: t", "name: \"a\\nb\"", 1), `is not a valid scenario name`},
 		{"name upper case", strings.Replace(valid, "name: t", "name: Soak", 1), `name: "Soak" is not a valid scenario name`},
 		{"name too long", strings.Replace(valid, "name: t", "name: "+strings.Repeat("a", 64), 1), `is not a valid scenario name`},
+		{"until-verdict alpha not a probability", valid + "untilVerdict: {alpha: 1.5}\n", "untilVerdict.alpha: 1.5 is not in (0, 1)"},
+		{"until-verdict negative margin", valid + "untilVerdict: {margin: -0.01}\n", "untilVerdict.margin: -0.01 is not a rate in (0, 1)"},
+		{"until-verdict unknown field", valid + "untilVerdict: {alfa: 0.01}\n", "untilVerdict.alfa: unknown field"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -137,7 +137,7 @@ func runCommand() *cobra.Command {
 		check     bool
 		ext       existingFlags
 		verdict   bool
-		design    = report.SequentialDesign{Alpha: 0.001, Margin: 0.005}
+		design    = report.DefaultSequentialDesign()
 	)
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -177,12 +177,6 @@ anything is touched. See docs/existing.md.`,
 			}
 			if verdict {
 				opts.UntilVerdict = &design
-			} else {
-				for _, name := range []string{"verdict-alpha", "verdict-margin", "max-cycles"} {
-					if cmd.Flags().Changed(name) {
-						return fmt.Errorf("--%s: only with --until-verdict", name)
-					}
-				}
 			}
 			if len(scenarios) == 0 {
 				return errors.New("--scenario: at least one scenario file is required")
@@ -214,6 +208,10 @@ anything is touched. See docs/existing.md.`,
 					return err
 				}
 			}
+			designs, err := runDesigns(cmd.Flags().Changed, prepared, opts.UntilVerdict, design)
+			if err != nil {
+				return err
+			}
 			ctx, teardown, stop := interruptible(cmd.Context(), os.Stderr)
 			defer stop()
 			opts.Teardown = teardown
@@ -227,6 +225,7 @@ anything is touched. See docs/existing.md.`,
 				o := opts
 				o.ScenarioPath = scenarios[i]
 				o.Keep = opts.Keep && i == len(prepared)-1
+				o.UntilVerdict = designs[i]
 				if len(prepared) > 1 {
 					fmt.Fprintf(os.Stderr, "\n== scenario %s (%d of %d)\n", sc.Name, i+1, len(prepared))
 				}
@@ -270,13 +269,59 @@ anything is touched. See docs/existing.md.`,
 	f.StringVar(&opts.CSIDeployment, "csi-driver", "", "the CSI driver the cluster runs: strandlab (default) or upstream (kind, 1 worker, images from registry.k8s.io: docs/kind.md)")
 	f.StringVar(&opts.RuntimeTimings, "runtime-timings", "", "local provider: the timings file kubelet-sim draws its container runtime from (strandlab runtime-timings writes one from kind reports; default: kubelet-sim's built-in, measured on kind)")
 	f.IntVar(&opts.KubeletVerbosity, "kubelet-verbosity", 0, "the kubelets' log verbosity, 0-10 (kind: the kubelet's -v, 4 logs each pod's syncs and 3 each status patch, in the run's logs/kind; local: kubelet-sim's -v); for reading a run's kubelet logs, not for measuring: it costs the kubelets CPU")
-	f.BoolVar(&verdict, "until-verdict", false, "run stock and the other builds in rounds (--cycles each: a round's cycles), fresh clusters and the next seed each round, until a sequential test of each build against stock decides: less, more, or no difference larger than --verdict-margin (docs/statistics.md)")
-	f.Float64Var(&design.Alpha, "verdict-alpha", design.Alpha, "--until-verdict: the chance of each kind of wrong verdict, however many rounds are looked at")
-	f.Float64Var(&design.Margin, "verdict-margin", design.Margin, "--until-verdict: the difference of stranding-episode rates (per cycle) that 'no difference' rules out (0.005: 5 per 1,000 cycles)")
+	f.BoolVar(&verdict, "until-verdict", false, "run stock and the other builds in rounds (--cycles each: a round's cycles), fresh clusters and the next seed each round, until a sequential test of each build against stock decides: less, more, or no difference larger than --verdict-margin (docs/statistics.md). A scenario with untilVerdict (seed-122413) runs so when neither this flag nor --cycles is given; --until-verdict=false runs it once")
+	f.Float64Var(&design.Alpha, "verdict-alpha", design.Alpha, "--until-verdict: the chance of each kind of wrong verdict, however many rounds are looked at (a scenario's untilVerdict.alpha replaces the default when the scenario goes in rounds without --until-verdict)")
+	f.Float64Var(&design.Margin, "verdict-margin", design.Margin, "--until-verdict: the difference of stranding-episode rates (per cycle) that 'no difference' rules out (0.005: 5 per 1,000 cycles; a scenario's untilVerdict.margin replaces the default when the scenario goes in rounds without --until-verdict)")
 	f.IntVar(&design.MaxCycles, "max-cycles", 0, fmt.Sprintf("--until-verdict: stop undecided before a build would run more cycles than this (default: %d rounds' worth)", runner.DefaultMaxRounds))
 	f.StringVar(&opts.RunIDSuffix, "run-id-suffix", "", "append -SUFFIX to the run id (and report directory): shards of one scenario run in the same second stay distinct for strandlab merge")
 	ext.register(cmd)
 	return cmd
+}
+
+// runDesigns is each prepared scenario's design: --until-verdict's
+// (explicit, for all of them); with neither --until-verdict nor --cycles
+// given, the scenario's untilVerdict (runner.ScenarioDesign) with the
+// verdict flags given over it; nil for a fixed run. A verdict flag given
+// to a run with no run until a verdict is refused, as it would say nothing.
+func runDesigns(changed func(flag string) bool, prepared []*scenario.Scenario, explicit *report.SequentialDesign, fromFlags report.SequentialDesign) ([]*report.SequentialDesign, error) {
+	// The flags that shape a run until a verdict, and what each sets.
+	verdictFlags := []struct {
+		name string
+		set  func(d *report.SequentialDesign)
+	}{
+		{"verdict-alpha", func(d *report.SequentialDesign) { d.Alpha = fromFlags.Alpha }},
+		{"verdict-margin", func(d *report.SequentialDesign) { d.Margin = fromFlags.Margin }},
+		{"max-cycles", func(d *report.SequentialDesign) { d.MaxCycles = fromFlags.MaxCycles }},
+	}
+	designs := make([]*report.SequentialDesign, len(prepared))
+	sequential := explicit != nil
+	for i, sc := range prepared {
+		designs[i] = explicit
+		if changed("until-verdict") || changed("cycles") {
+			continue
+		}
+		d := runner.ScenarioDesign(sc)
+		if d == nil {
+			continue
+		}
+		for _, f := range verdictFlags {
+			if changed(f.name) {
+				f.set(d)
+			}
+		}
+		if err := runner.CheckUntilVerdict(*d, sc.Builds); err != nil {
+			return nil, fmt.Errorf("%s (untilVerdict): %w", sc.Name, err)
+		}
+		designs[i], sequential = d, true
+	}
+	if !sequential {
+		for _, f := range verdictFlags {
+			if changed(f.name) {
+				return nil, fmt.Errorf("--%s: only with --until-verdict, or a scenario with untilVerdict run without --cycles", f.name)
+			}
+		}
+	}
+	return designs, nil
 }
 
 // existingFlags are run's flags for the existing provider.

@@ -7,10 +7,12 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/scenario"
 )
 
 // writeReport writes r as a run would write report.json and returns its path.
@@ -116,8 +118,13 @@ func TestRunUntilVerdictRefusals(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"--verdict-alpha", "0.01"}, "--verdict-alpha: only with --until-verdict"},
-		{[]string{"--max-cycles", "100"}, "--max-cycles: only with --until-verdict"},
+		// control has no untilVerdict; seed-122413 has one, which --cycles
+		// and --until-verdict=false turn off.
+		{[]string{"--scenario", "../../scenarios/control.yaml", "--verdict-alpha", "0.01"}, "--verdict-alpha: only with --until-verdict, or a scenario with untilVerdict"},
+		{[]string{"--cycles", "3", "--max-cycles", "100"}, "--max-cycles: only with --until-verdict"},
+		{[]string{"--until-verdict=false", "--verdict-margin", "0.01"}, "--verdict-margin: only with --until-verdict"},
+		{[]string{"--verdict-alpha", "2"}, "seed-122413 (untilVerdict): --verdict-alpha: 2 is not in (0, 1)"},
+		{[]string{"--max-cycles", "-1"}, "seed-122413 (untilVerdict): --max-cycles: -1 is negative"},
 		{[]string{"--until-verdict", "--verdict-alpha", "2"}, "--verdict-alpha: 2 is not in (0, 1)"},
 		{[]string{"--until-verdict", "--verdict-margin", "0"}, "--verdict-margin: 0 is not a rate in (0, 1)"},
 		{[]string{"--until-verdict", "--max-cycles", "-1"}, "--max-cycles: -1 is negative"},
@@ -127,7 +134,11 @@ func TestRunUntilVerdictRefusals(t *testing.T) {
 		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "out")
 			cmd := runCommand()
-			cmd.SetArgs(append([]string{"--scenario", "../../scenarios/seed-122413.yaml", "--output", out}, tc.args...))
+			args := append([]string{"--output", out}, tc.args...)
+			if !slices.Contains(tc.args, "--scenario") {
+				args = append(args, "--scenario", "../../scenarios/seed-122413.yaml")
+			}
+			cmd.SetArgs(args)
 			cmd.SetContext(context.Background())
 			cmd.SetOut(io.Discard)
 			cmd.SetErr(io.Discard)
@@ -136,6 +147,48 @@ func TestRunUntilVerdictRefusals(t *testing.T) {
 			}
 			if _, serr := os.Stat(out); !os.IsNotExist(serr) {
 				t.Errorf("the output directory was created: %v", serr)
+			}
+		})
+	}
+}
+
+// TestRunDesigns: which scenarios of a run go until a verdict. make e2e's
+// main job (seed-122413 with untilVerdict, control without) runs the seed
+// in rounds and control once; --until-verdict runs both in rounds;
+// --cycles or --until-verdict=false runs both once; a verdict flag given
+// sets what the scenario leaves.
+func TestRunDesigns(t *testing.T) {
+	seed := &scenario.Scenario{Name: "seed-122413", Builds: []string{"stock", "fix"}, UntilVerdict: &scenario.UntilVerdict{Alpha: 0.01}}
+	control := &scenario.Scenario{Name: "control", Builds: []string{"stock", "fix"}}
+	flagDesign := report.SequentialDesign{Alpha: 0.05, Margin: 0.02, MaxCycles: 30}
+	def := report.DefaultSequentialDesign()
+	for _, tc := range []struct {
+		name     string
+		given    []string
+		explicit *report.SequentialDesign
+		want     []*report.SequentialDesign // seed's, control's
+	}{
+		{"the main job", nil, nil, []*report.SequentialDesign{{Alpha: 0.01, Margin: def.Margin}, nil}},
+		{"--until-verdict", []string{"until-verdict"}, &flagDesign, []*report.SequentialDesign{&flagDesign, &flagDesign}},
+		{"--until-verdict=false", []string{"until-verdict"}, nil, []*report.SequentialDesign{nil, nil}},
+		{"--cycles", []string{"cycles"}, nil, []*report.SequentialDesign{nil, nil}},
+		{"--verdict-margin and --max-cycles over the scenario's", []string{"verdict-margin", "max-cycles"}, nil,
+			[]*report.SequentialDesign{{Alpha: 0.01, Margin: 0.02, MaxCycles: 30}, nil}},
+		{"--verdict-alpha over the scenario's", []string{"verdict-alpha"}, nil, []*report.SequentialDesign{{Alpha: 0.05, Margin: def.Margin}, nil}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			changed := func(flag string) bool { return slices.Contains(tc.given, flag) }
+			got, err := runDesigns(changed, []*scenario.Scenario{seed, control}, tc.explicit, flagDesign)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, name := range []string{"seed-122413", "control"} {
+				switch g, w := got[i], tc.want[i]; {
+				case (g == nil) != (w == nil):
+					t.Errorf("%s: %+v, want %+v", name, g, w)
+				case g != nil && *g != *w:
+					t.Errorf("%s: %+v, want %+v", name, *g, *w)
+				}
 			}
 		})
 	}
