@@ -27,8 +27,6 @@ type SequentialDesign struct {
 	MaxCycles   int `json:"max_cycles"`
 }
 
-// Check refuses a design's bad alpha or margin, naming the flag that sets
-// it (run's and merge's --verdict-alpha, --verdict-margin).
 // DefaultSequentialDesign is a run until a verdict's design where neither
 // a flag nor the scenario says otherwise: each kind of wrong verdict at
 // most 0.001, "no difference" within 5 stranding episodes per 1,000 cycles.
@@ -36,6 +34,8 @@ func DefaultSequentialDesign() SequentialDesign {
 	return SequentialDesign{Alpha: 0.001, Margin: 0.005}
 }
 
+// Check refuses a design's bad alpha or margin, naming the flag that sets
+// it (run's and merge's --verdict-alpha, --verdict-margin).
 func (d SequentialDesign) Check() error {
 	switch {
 	case !(d.Alpha > 0 && d.Alpha < 1):
