@@ -84,24 +84,31 @@ func TestShippedBuilds(t *testing.T) {
 	}
 }
 
+// patchedFiles is the build's changed files over the pinned upstream
+// module, and that module's directory.
+func patchedFiles(ctx context.Context, root string, s Spec) (string, changes, error) {
+	mod, err := resolve(ctx, kcmTarget(root))
+	if err != nil {
+		return "", nil, err
+	}
+	src, err := s.load()
+	if err != nil {
+		return "", nil, err
+	}
+	ch, err := src.apply(mod.Dir, mod.Path+"@"+mod.Version)
+	return mod.Dir, ch, err
+}
+
 // commentOnly reports whether every file the build changes has the same
 // Go tokens, comments aside, as upstream's: a build that cannot behave
 // differently from stock.
 func commentOnly(ctx context.Context, root string, s Spec) (bool, error) {
-	mod, err := resolve(ctx, kcmTarget(root))
-	if err != nil {
-		return false, err
-	}
-	src, err := s.load()
-	if err != nil {
-		return false, err
-	}
-	ch, err := src.apply(mod.Dir, mod.Path+"@"+mod.Version)
+	modDir, ch, err := patchedFiles(ctx, root, s)
 	if err != nil {
 		return false, err
 	}
 	for rel, data := range ch {
-		old, err := os.ReadFile(filepath.Join(mod.Dir, filepath.FromSlash(rel)))
+		old, err := os.ReadFile(filepath.Join(modDir, filepath.FromSlash(rel)))
 		if err != nil || data == nil || !strings.HasSuffix(rel, ".go") {
 			return false, nil // a new, deleted or non-Go file
 		}
@@ -130,15 +137,7 @@ func goTokens(src []byte) []string {
 // addedTests returns the test functions of the build's _test.go files that
 // the upstream versions of those files do not have.
 func addedTests(ctx context.Context, root string, s Spec) ([]string, error) {
-	mod, err := resolve(ctx, kcmTarget(root))
-	if err != nil {
-		return nil, err
-	}
-	src, err := s.load()
-	if err != nil {
-		return nil, err
-	}
-	ch, err := src.apply(mod.Dir, mod.Path+"@"+mod.Version)
+	modDir, ch, err := patchedFiles(ctx, root, s)
 	if err != nil {
 		return nil, err
 	}
@@ -152,7 +151,7 @@ func addedTests(ctx context.Context, root string, s Spec) ([]string, error) {
 			return nil, err
 		}
 		old := map[string]bool{}
-		if data, err := os.ReadFile(filepath.Join(mod.Dir, filepath.FromSlash(rel))); err == nil {
+		if data, err := os.ReadFile(filepath.Join(modDir, filepath.FromSlash(rel))); err == nil {
 			oldNames, err := testFuncs(rel, data)
 			if err != nil {
 				return nil, err
