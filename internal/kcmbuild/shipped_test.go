@@ -19,8 +19,10 @@ import (
 // upstream's tests of the packages it patches, against the patched copy of
 // k8s.io/kubernetes, and builds its controller (cached afterwards). Then it
 // runs the same tests with only the build's test files over stock: every
-// test the build adds must fail there, or it does not test the change. It
-// compiles upstream packages, so -short skips it.
+// test the build adds must fail there, or it does not test the change. A
+// build that changes comments only (commentOnly) stops after upstream's
+// tests: it has nothing of its own to build or test. It compiles upstream
+// packages, so -short skips it.
 func TestShippedBuilds(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles k8s.io/kubernetes packages")
