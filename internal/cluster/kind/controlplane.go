@@ -14,6 +14,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
@@ -130,9 +131,23 @@ func (cp *controlPlane) readManifest(name string) (*corev1.Pod, error) {
 	return &pod, nil
 }
 
-// staticPod is a host-network pod of one container that sees the state
-// directory at /strandlab.
-func (cp *controlPlane) staticPod(name, image string, args []string) *corev1.Pod {
+// The CPU requests of strandlab's static pods: those of the kubeadm
+// component each one stands beside (kubeadm's
+// controlplane.GetStaticPodSpecs: kube-apiserver 250m, kube-scheduler
+// 100m). A pod without one is BestEffort, whose control group gets
+// cpu.shares 2 against the control plane's 102–256: on a busy node the
+// proxy that every controller request passes then waits for the CPU, and
+// the controller's API calls took ten times as long as on the local
+// provider, where the proxy is a process like the others (docs/kind.md,
+// "The detach after the release").
+const (
+	apiproxyCPU    = "250m"
+	pinExtenderCPU = "100m"
+)
+
+// staticPod is a host-network pod of one container, requesting cpu, that
+// sees the state directory at /strandlab.
+func (cp *controlPlane) staticPod(name, image, cpu string, args []string) *corev1.Pod {
 	pod := &corev1.Pod{
 		TypeMeta:   metav1.TypeMeta{APIVersion: "v1", Kind: "Pod"},
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "kube-system", Labels: map[string]string{"app": name}},
@@ -141,6 +156,7 @@ func (cp *controlPlane) staticPod(name, image string, args []string) *corev1.Pod
 			PriorityClassName: "system-node-critical",
 			Containers: []corev1.Container{{
 				Name: name, Image: image, Args: args, ImagePullPolicy: corev1.PullNever,
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{corev1.ResourceCPU: resource.MustParse(cpu)}},
 			}},
 		},
 	}
@@ -216,7 +232,7 @@ func (cp *controlPlane) startProxy(ctx context.Context, profile *fault.Profile, 
 		cp.inNode(cp.ca.CertFile), cp.inNode(idCert), cp.inNode(idKey)); err != nil {
 		return fmt.Errorf("write kube-controller-manager's kubeconfig through the proxy: %w", err)
 	}
-	if err := cp.writeManifest("strandlab-apiproxy", cp.staticPod("strandlab-apiproxy", cp.images["apiproxy"], []string{
+	if err := cp.writeManifest("strandlab-apiproxy", cp.staticPod("strandlab-apiproxy", cp.images["apiproxy"], apiproxyCPU, []string{
 		fmt.Sprintf("--bind=127.0.0.1:%d", proxyPort),
 		fmt.Sprintf("--admin-bind=0.0.0.0:%d", proxyAdminPort),
 		"--tls-cert=" + cp.inNode(servingCert), "--tls-key=" + cp.inNode(servingKey), "--client-ca=" + cp.inNode(cp.ca.CertFile),
@@ -276,7 +292,7 @@ func (cp *controlPlane) startExtender(ctx context.Context, admin kubernetes.Inte
 		return err
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", extenderPort)
-	if err := cp.writeManifest("strandlab-pin-extender", cp.staticPod("strandlab-pin-extender", cp.images["pin-extender"], []string{
+	if err := cp.writeManifest("strandlab-pin-extender", cp.staticPod("strandlab-pin-extender", cp.images["pin-extender"], pinExtenderCPU, []string{
 		"--bind=" + addr, "--kubeconfig=" + cp.inNode(kubeconfig), "--config=" + cp.inNode(configFile),
 	})); err != nil {
 		return err

@@ -11,8 +11,9 @@ import (
 )
 
 // TestCSIManifest: the in-cluster CSI objects decode, run the built images
-// and serve the scenario's driver name; the node plugin registers with the
-// kubelet and bind-mounts, which is what makes it work with real kubelets.
+// and serve the scenario's driver name, each container requesting CPU; the
+// node plugin registers with the kubelet and bind-mounts, which is what
+// makes it work with real kubelets.
 func TestCSIManifest(t *testing.T) {
 	images := map[string]string{"csi-driver": "strandlab/csi-driver:aaa", "csi-attacher": "strandlab/csi-attacher:bbb", "csi-provisioner": "strandlab/csi-provisioner:ccc"}
 	objs, err := apply.Decode(csiManifest(images, "strandlab.example.com"))
@@ -35,6 +36,12 @@ func TestCSIManifest(t *testing.T) {
 	got := map[string]string{}
 	for _, c := range deployment.Spec.Template.Spec.Containers {
 		got[c.Name] = c.Image
+	}
+	// Not BestEffort: a busy node would starve them (cpu.shares 2).
+	for _, c := range append(deployment.Spec.Template.Spec.Containers, daemonSet.Spec.Template.Spec.Containers...) {
+		if c.Resources.Requests.Cpu().IsZero() {
+			t.Errorf("container %s requests no CPU", c.Name)
+		}
 	}
 	for _, c := range daemonSet.Spec.Template.Spec.Containers {
 		got["node/"+c.Name] = c.Image
