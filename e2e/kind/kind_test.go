@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/vladimirvivien/gexe"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -58,6 +59,36 @@ func TestRealKubelets(t *testing.T) {
 			}
 			if got["kind-node-image"] == "" {
 				t.Errorf("components name no node image: %v", got)
+			}
+			return ctx
+		}).
+		Assess("the control-plane node weighs as much as the workers together, and the CSI driver's pods are not BestEffort", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			client := suite.Clientset(t, cfg)
+			cps, err := client.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: "node-role.kubernetes.io/control-plane"})
+			if err != nil || len(cps.Items) != 1 {
+				t.Fatalf("want one control-plane node: %v (%v)", cps, err)
+			}
+			// kind names a node's container as the node.
+			p := gexe.RunProc("docker inspect --format {{.HostConfig.CpuShares}} " + cps.Items[0].Name)
+			if got, want := strings.TrimSpace(p.Result()), fmt.Sprint(1024*nodeCount); p.Err() != nil || got != want {
+				t.Errorf("control-plane container's CPU shares %q (%v), want %s", got, p.Err(), want)
+			}
+			pods, err := client.CoreV1().Pods("kube-system").List(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			seen := 0
+			for _, pod := range pods.Items {
+				if !strings.HasPrefix(pod.Name, "strandlab-csi-") {
+					continue
+				}
+				seen++
+				if pod.Status.QOSClass == corev1.PodQOSBestEffort {
+					t.Errorf("pod %s is BestEffort: a busy node starves it (cpu.shares 2)", pod.Name)
+				}
+			}
+			if seen == 0 {
+				t.Errorf("no strandlab-csi pod in kube-system")
 			}
 			return ctx
 		}).Feature()
