@@ -1,6 +1,10 @@
 package fault
 
-import "time"
+import (
+	"time"
+
+	"github.com/strandlab/strandlab/internal/runtimeops"
+)
 
 // Kinds of journal entries.
 const (
@@ -38,4 +42,10 @@ type Counters struct {
 	EventsDelayed int64            `json:"events_delayed"`
 	MaxQueueDepth int64            `json:"max_queue_depth"`
 	Undecodable   int64            `json:"undecodable_events"`
+	// WatchLag is, per watched resource, how long the proxy's watch events
+	// waited after they were due (their arrival plus any delay a rule drew)
+	// until the controller's connection took them: the controller not
+	// reading its watch, measured where the proxy can see it. What the
+	// controller does with an event after reading it is not in it.
+	WatchLag map[string]runtimeops.Histogram `json:"watch_lag,omitempty"`
 }

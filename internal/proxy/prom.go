@@ -15,6 +15,7 @@ type promMetrics struct {
 	eventsDelayed *prometheus.CounterVec
 	queueDepth    prometheus.Gauge
 	delay         prometheus.Histogram
+	watchLag      *prometheus.HistogramVec
 }
 
 func newPromMetrics() *promMetrics {
@@ -28,8 +29,10 @@ func newPromMetrics() *promMetrics {
 			Help: "Events waiting in the most recently filled watch queue."}),
 		delay: prometheus.NewHistogram(prometheus.HistogramOpts{Name: "strandlab_proxy_watch_event_delay_seconds",
 			Help: "Delays drawn for watch events.", Buckets: prometheus.ExponentialBuckets(0.01, 2, 14)}),
+		watchLag: prometheus.NewHistogramVec(prometheus.HistogramOpts{Name: "strandlab_proxy_watch_lag_seconds",
+			Help: "How long watch events waited, after they were due, for the controller to read them.", Buckets: watchLagBounds}, []string{"resource"}),
 	}
-	m.registry.MustRegister(m.requests, m.eventsDelayed, m.queueDepth, m.delay)
+	m.registry.MustRegister(m.requests, m.eventsDelayed, m.queueDepth, m.delay, m.watchLag)
 	return m
 }
 

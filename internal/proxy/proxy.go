@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httputil"
 	"net/url"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/strandlab/strandlab/internal/fault"
+	"github.com/strandlab/strandlab/internal/runtimeops"
 )
 
 // Config wires a proxy to its upstream.
@@ -281,10 +283,19 @@ type metrics struct {
 	delayedN int64
 	maxDepth int64
 	badN     int64
-	prom     *promMetrics
+	// lag counts each watched resource's frames by watchLagBounds bucket.
+	lag  map[string][]uint64
+	prom *promMetrics
 }
 
-func newMetrics() *metrics { return &metrics{requests: map[string]int64{}, prom: newPromMetrics()} }
+// watchLagBounds are the buckets (seconds) of the watch lag histograms:
+// from the 1 ms the proxy's own hand-over takes to the 30 s past which an
+// informer is broken rather than behind.
+var watchLagBounds = []float64{0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30}
+
+func newMetrics() *metrics {
+	return &metrics{requests: map[string]int64{}, lag: map[string][]uint64{}, prom: newPromMetrics()}
+}
 
 func (m *metrics) started(key string) {
 	m.mu.Lock()
@@ -312,6 +323,20 @@ func (m *metrics) queued(depth int) {
 	m.prom.queueDepth.Set(float64(depth))
 }
 
+// lagged counts one watch frame of resource taken lag after it was due.
+func (m *metrics) lagged(resource string, lag time.Duration) {
+	i := sort.SearchFloat64s(watchLagBounds, lag.Seconds())
+	m.mu.Lock()
+	counts, ok := m.lag[resource]
+	if !ok {
+		counts = make([]uint64, len(watchLagBounds)+1)
+		m.lag[resource] = counts
+	}
+	counts[i]++
+	m.mu.Unlock()
+	m.prom.watchLag.WithLabelValues(resource).Observe(lag.Seconds())
+}
+
 func (m *metrics) undecodable() {
 	m.mu.Lock()
 	m.badN++
@@ -329,6 +354,12 @@ func (m *metrics) counters() fault.Counters {
 	sort.Strings(keys)
 	for _, k := range keys {
 		c.Requests[k] = m.requests[k]
+	}
+	if len(m.lag) > 0 {
+		c.WatchLag = map[string]runtimeops.Histogram{}
+		for r, counts := range m.lag {
+			c.WatchLag[r] = runtimeops.Histogram{Bounds: slices.Clone(watchLagBounds), Counts: slices.Clone(counts)}
+		}
 	}
 	return c
 }

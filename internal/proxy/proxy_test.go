@@ -438,3 +438,66 @@ func TestAcceptEncodingIsTheClients(t *testing.T) {
 		})
 	}
 }
+
+// TestWatchLag: the proxy counts how long each watch event waited, after it
+// was due, for the controller to read it. A controller that reads at once
+// leaves its events no lag worth the name; one that stops reading for a
+// second while large events arrive leaves some of them waiting for about
+// that long, and the proxy's histogram shows it.
+func TestWatchLag(t *testing.T) {
+	const stall = time.Second
+	tests := []struct {
+		name   string
+		frames int
+		size   int           // padding per frame
+		stall  time.Duration // the controller reads nothing for this long
+		// want: the share of events that waited at least atLeast.
+		atLeast    time.Duration
+		minEvents  uint64
+		maxLagging uint64
+	}{
+		{name: "a controller that reads at once", frames: 50, size: 1 << 10, atLeast: 200 * time.Millisecond, maxLagging: 0},
+		// 48 MiB: more than the socket buffers between proxy and client
+		// hold, so the proxy's writes block and later events queue there.
+		{name: "a controller that stops reading", frames: 12, size: 4 << 20, stall: stall, atLeast: stall / 2, minEvents: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newCerts(t)
+			up := newUpstream(t, c, "application/json")
+			p, srv := startProxy(t, c, up, fault.Profile{})
+			resp, err := clientProto(c, &c.kcm, false).Get(srv.URL + "/api/v1/nodes?watch=true")
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			pad := strings.Repeat("x", tt.size)
+			frame := jsonFrame(t, "MODIFIED", &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "node-1", Annotations: map[string]string{"pad": pad}}})
+			for i := 0; i < tt.frames; i++ {
+				up.frames <- frame
+			}
+			if tt.stall > 0 {
+				time.Sleep(tt.stall) // the stimulus: the controller not reading
+			}
+			frames := NewJSONFrameReader(bufio.NewReader(resp.Body))
+			for i := 0; i < tt.frames; i++ {
+				if _, err := frames.Next(); err != nil {
+					t.Fatalf("frame %d: %v", i, err)
+				}
+			}
+			h, ok := p.metrics.counters().WatchLag["nodes"]
+			if !ok || h.Total() != uint64(tt.frames) {
+				t.Fatalf("watch lag %+v: want all %d events counted", h, tt.frames)
+			}
+			var lagging uint64
+			for i, n := range h.Counts {
+				if i > 0 && h.Bounds[i-1] >= tt.atLeast.Seconds() {
+					lagging += n
+				}
+			}
+			if lagging < tt.minEvents || (tt.stall == 0 && lagging > tt.maxLagging) {
+				t.Errorf("%d of %d events waited %v or more (histogram %v over %v)", lagging, tt.frames, tt.atLeast, h.Counts, h.Bounds)
+			}
+		})
+	}
+}

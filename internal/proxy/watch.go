@@ -28,6 +28,8 @@ type delayedBody struct {
 	cur   []byte // the frame being read out
 	err   error  // the upstream's end, once the queue is drained
 	errMu sync.Mutex
+	// taken records each frame's lag when the controller's side takes it.
+	taken func(lag time.Duration)
 }
 
 // stream is the per-watch state the rules need.
@@ -41,7 +43,8 @@ type stream struct {
 }
 
 func (p *Proxy) newDelayedBody(upstream io.ReadCloser, st *stream, frames FrameReader) *delayedBody {
-	d := &delayedBody{upstream: upstream, queue: make(chan delayedFrame, p.queueLimit), done: make(chan struct{})}
+	d := &delayedBody{upstream: upstream, queue: make(chan delayedFrame, p.queueLimit), done: make(chan struct{}),
+		taken: func(lag time.Duration) { p.metrics.lagged(st.resource, lag) }}
 	go d.fill(st, frames)
 	return d
 }
@@ -152,7 +155,12 @@ func (d *delayedBody) Read(b []byte) (int, error) {
 			defer d.errMu.Unlock()
 			return 0, d.err
 		}
-		if wait := time.Until(f.release); wait > 0 {
+		// Read is called again only once the previous frame has been
+		// written to the controller's connection, so a frame taken after
+		// it was due waited for the controller to read its watch.
+		wait := time.Until(f.release)
+		d.taken(max(-wait, 0))
+		if wait > 0 {
 			t := time.NewTimer(wait)
 			select {
 			case <-t.C:

@@ -433,6 +433,10 @@ type buildPool struct {
 	// cannot (different buckets).
 	runtime    runtimeops.Ops
 	runtimeErr error
+	// watchLag pools the runs' watch lag histograms; watchLagErr says why
+	// it could not.
+	watchLag    runtimeops.Ops
+	watchLagErr error
 	// rounds of every report pooled, each naming its run; noRounds and
 	// noEpisodes name the runs whose report lacks per-round counts or
 	// stranding episodes (written before they were counted).
@@ -574,6 +578,13 @@ func (p *buildPool) add(x Build, runID string) {
 	}
 	b.Proxy.EventsDelayed += x.Proxy.EventsDelayed
 	b.Proxy.MaxQueueDepth = max(b.Proxy.MaxQueueDepth, x.Proxy.MaxQueueDepth)
+	if len(x.Proxy.WatchLag) > 0 {
+		if sum, err := runtimeops.Add(p.watchLag, watchLagHistograms(x.Proxy)); err != nil {
+			p.watchLagErr = err
+		} else {
+			p.watchLag = sum
+		}
+	}
 }
 
 // build is the pooled build and the notes on its approximate figures.
@@ -650,6 +661,11 @@ func (p *buildPool) build() (Build, []string) {
 		notes = append(notes, fmt.Sprintf("build %s: no runtime_ops: the reports bucket them differently (%v)", b.Name, p.runtimeErr))
 	} else {
 		AddRuntimeOps(&b, p.runtime)
+	}
+	if p.watchLagErr != nil {
+		notes = append(notes, fmt.Sprintf("build %s: no proxy.watch_lag: the reports bucket it differently (%v)", b.Name, p.watchLagErr))
+	} else {
+		setWatchLag(&b.Proxy, p.watchLag)
 	}
 	return b, notes
 }

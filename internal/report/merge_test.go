@@ -77,8 +77,12 @@ func twoRuns() []report.MergeInput {
 		synthBuild("fix", fixProv, 1000, nil, 300*time.Millisecond, false, 5))
 	a.Builds[0].APIRequestsPerCycle = map[string]float64{"PATCH nodes/status": 2}
 	b.Builds[0].APIRequestsPerCycle = map[string]float64{"PATCH nodes/status": 4, "GET nodes": 1}
-	a.Builds[0].Proxy = report.ProxyStats{EventsDelayed: 10, MaxQueueDepth: 5}
-	b.Builds[0].Proxy = report.ProxyStats{EventsDelayed: 7, MaxQueueDepth: 9}
+	lag := func(counts ...uint64) map[string]report.WatchLag {
+		h := runtimeops.Histogram{Bounds: []float64{0.001, 0.01, 0.1}, Counts: counts}
+		return map[string]report.WatchLag{"nodes": {Events: h.Total(), Histogram: h}}
+	}
+	a.Builds[0].Proxy = report.ProxyStats{EventsDelayed: 10, MaxQueueDepth: 5, WatchLag: lag(90, 10, 0, 0)}
+	b.Builds[0].Proxy = report.ProxyStats{EventsDelayed: 7, MaxQueueDepth: 9, WatchLag: lag(0, 0, 100, 0)}
 	a.Builds[0].SafetyViolations = 1
 	a.Builds[0].SafetyFindings = []report.SafetyFinding{{Finding: detector.Finding{Kind: detector.ListedNotAttached, Since: t0}}}
 	a.Builds[0].Expectation = &report.Expectation{Met: true}
@@ -137,6 +141,13 @@ func TestMergePoolsCounts(t *testing.T) {
 		{"a request one run did not make counts 0 there", stock.APIRequestsPerCycle["GET nodes"], 0.5},
 		{"events delayed summed", stock.Proxy.EventsDelayed, int64(17)},
 		{"max queue depth is the max", stock.Proxy.MaxQueueDepth, int64(9)},
+		{"watch lag histograms pooled", fmt.Sprint(stock.Proxy.WatchLag["nodes"].Histogram.Counts), "[90 10 100 0]"},
+		{"watch lag events pooled", stock.Proxy.WatchLag["nodes"].Events, uint64(200)},
+		// Half the events within 1 ms, a tenth more by 10 ms: the median is
+		// read in the second bucket, the 99th percentile in the third.
+		{"watch lag p50 from the pooled histogram", stock.Proxy.WatchLag["nodes"].P50MS > 1 && stock.Proxy.WatchLag["nodes"].P50MS <= 10, true},
+		{"watch lag p99 from the pooled histogram", stock.Proxy.WatchLag["nodes"].P99MS > 10 && stock.Proxy.WatchLag["nodes"].P99MS <= 100, true},
+		{"no watch lag where no run had it", fix.Proxy.WatchLag == nil, true},
 		{"expectation dropped", stock.Expectation == nil, true},
 		{"cluster start is the mean", m.ClusterStartSeconds, 7.0},
 		{"started at the first start", m.StartedAt, t0},

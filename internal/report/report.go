@@ -267,6 +267,48 @@ type Percentiles struct {
 type ProxyStats struct {
 	EventsDelayed int64 `json:"events_delayed"`
 	MaxQueueDepth int64 `json:"max_queue_depth"`
+	// WatchLag is, per watched resource, how long the controller's watch
+	// events waited at the proxy during the churn, after they were due,
+	// for the controller to read them (fault.Counters.WatchLag): the lag
+	// of its informers that the proxy can see. Events a rule held back
+	// count from their release.
+	WatchLag map[string]WatchLag `json:"watch_lag,omitempty"`
+}
+
+// WatchLag is one watched resource's lag at the proxy: how many events, the
+// median and 99th percentile (read inside the histogram's buckets,
+// runtimeops.Quantile) and the histogram, which merge pools.
+type WatchLag struct {
+	Events    uint64               `json:"events"`
+	P50MS     float64              `json:"p50_ms"`
+	P99MS     float64              `json:"p99_ms"`
+	Histogram runtimeops.Histogram `json:"histogram"`
+}
+
+// setWatchLag fills p's watch lag from its histograms by resource;
+// resources without events are left out.
+func setWatchLag(p *ProxyStats, lags runtimeops.Ops) {
+	p.WatchLag = nil
+	for resource, h := range lags {
+		n := h.Total()
+		if n == 0 {
+			continue
+		}
+		if p.WatchLag == nil {
+			p.WatchLag = map[string]WatchLag{}
+		}
+		p.WatchLag[resource] = WatchLag{Events: n, Histogram: h,
+			P50MS: float64(runtimeops.Quantile(h, 0.5)) / 1e6, P99MS: float64(runtimeops.Quantile(h, 0.99)) / 1e6}
+	}
+}
+
+// watchLagHistograms are the histograms of p's watch lag.
+func watchLagHistograms(p ProxyStats) runtimeops.Ops {
+	out := runtimeops.Ops{}
+	for resource, l := range p.WatchLag {
+		out[resource] = l.Histogram
+	}
+	return out
 }
 
 // Stranding is one stranded volume with the timeline that produced it.
@@ -401,7 +443,7 @@ func AddPhantomListings(b *Build, phantoms []SafetyFinding) {
 // AddProxyCounters fills the build's controller request counts per cycle
 // (requests during the churn / cycles) and the proxy's figures (over the
 // build's whole cluster lifetime, startup included) from the proxy's
-// counters before and after the churn.
+// counters before and after the churn. The watch lag is the churn's.
 func AddProxyCounters(b *Build, before, after fault.Counters) {
 	if b.Cycles > 0 {
 		for k, n := range after.Requests {
@@ -411,6 +453,7 @@ func AddProxyCounters(b *Build, before, after fault.Counters) {
 		}
 	}
 	b.Proxy = ProxyStats{EventsDelayed: after.EventsDelayed, MaxQueueDepth: after.MaxQueueDepth}
+	setWatchLag(&b.Proxy, runtimeops.Sub(after.WatchLag, before.WatchLag))
 }
 
 // AddUsage fills the build's CPU seconds per cycle (from each

@@ -2,12 +2,15 @@ package report_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"maps"
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/runtimeops"
 	"github.com/strandlab/strandlab/internal/usage"
 )
 
@@ -180,5 +183,39 @@ func TestMergePoolsUsage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestAddProxyCounters: requests per cycle and the watch lag are the
+// churn's (after − before); a resource whose events all came before the
+// churn has no lag figure.
+func TestAddProxyCounters(t *testing.T) {
+	bounds := []float64{0.001, 0.01, 0.1}
+	h := func(counts ...uint64) runtimeops.Histogram {
+		return runtimeops.Histogram{Bounds: bounds, Counts: counts}
+	}
+	before := fault.Counters{Requests: map[string]int64{"PATCH nodes/status": 10}, WatchLag: map[string]runtimeops.Histogram{
+		"nodes": h(5, 0, 0, 0), "pods": h(3, 0, 0, 0)}}
+	after := fault.Counters{Requests: map[string]int64{"PATCH nodes/status": 30}, EventsDelayed: 4, MaxQueueDepth: 2,
+		WatchLag: map[string]runtimeops.Histogram{"nodes": h(5, 0, 8, 2), "pods": h(3, 0, 0, 0)}}
+	b := report.Build{Cycles: 10, APIRequestsPerCycle: map[string]float64{}}
+	report.AddProxyCounters(&b, before, after)
+	nodes, ok := b.Proxy.WatchLag["nodes"]
+	tests := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"requests per cycle during the churn", b.APIRequestsPerCycle["PATCH nodes/status"], 2.0},
+		{"events delayed", b.Proxy.EventsDelayed, int64(4)},
+		{"nodes' lag is the churn's events", fmt.Sprint(ok, nodes.Events, nodes.Histogram.Counts), "true 10 [0 0 8 2]"},
+		{"p50 inside the 10–100 ms bucket", nodes.P50MS > 10 && nodes.P50MS <= 100, true},
+		{"p99 beyond the last bound reads as the last bound", nodes.P99MS, 100.0},
+		{"no pod events during the churn: no figure", len(b.Proxy.WatchLag), 1},
+	}
+	for _, tt := range tests {
+		if fmt.Sprint(tt.got) != fmt.Sprint(tt.want) {
+			t.Errorf("%s: got %v, want %v", tt.name, tt.got, tt.want)
+		}
 	}
 }

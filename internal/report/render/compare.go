@@ -134,6 +134,7 @@ func CompareMarkdown(r *report.Report) string {
 			func(x report.Build, k string) float64 { return x.APIRequestsPerCycle[k] }, requestTotal)
 	}
 	writeResources(&b, r.Builds)
+	writeWatchLag(&b, r.Builds)
 
 	b.WriteString("\n## Verdict\n\n")
 	base := slices.IndexFunc(r.Builds, func(x report.Build) bool { return x.Name == baseline })
@@ -230,6 +231,35 @@ func writeResources(b *bytes.Buffer, builds []report.Build) {
 				fmt.Fprintf(b, " %.0f (%d processes, largest %.0f) |", finite(p.SumMiB), p.Processes, finite(p.MaxProcessMiB))
 			default:
 				fmt.Fprintf(b, " %.0f |", finite(p.SumMiB))
+			}
+		}
+		b.WriteString("\n")
+	}
+}
+
+// writeWatchLag tables, per watched resource, how long the controller's
+// watch events waited at the proxy for it to read them, when a build has
+// the figures.
+func writeWatchLag(b *bytes.Buffer, builds []report.Build) {
+	keys := unionKeys(builds, func(x report.Build) map[string]report.WatchLag { return x.Proxy.WatchLag })
+	if len(keys) == 0 {
+		return
+	}
+	b.WriteString("\n## Watch lag at the proxy\n\nHow long the controller's watch events waited at the proxy during the churn, " +
+		"after they were due (arrival, or the release of an event a rule held back), for the controller to read them: " +
+		"p50 / p99 ms (events), read inside buckets whose first ends at 1 ms. What the controller does with an event after reading it is not in it.\n\n")
+	b.WriteString("| resource |")
+	for _, bld := range builds {
+		fmt.Fprintf(b, " %s |", mdCell(bld.Name))
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---:|", len(builds)) + "\n")
+	for _, k := range keys {
+		fmt.Fprintf(b, "| %s |", mdCell(k))
+		for _, bld := range builds {
+			if l, ok := bld.Proxy.WatchLag[k]; ok {
+				fmt.Fprintf(b, " %.1f / %.1f (%d) |", finite(l.P50MS), finite(l.P99MS), l.Events)
+			} else {
+				b.WriteString(" – |")
 			}
 		}
 		b.WriteString("\n")

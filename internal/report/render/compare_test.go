@@ -473,6 +473,7 @@ func TestCompareMarkdownResources(t *testing.T) {
 		report.AddRequestsByClient(b, map[string]float64{"kube-controller-manager": 70 * scale, "harness": 10})
 	}
 	withUsage.Builds[1].MemoryPeakMiB = map[string]usage.Peak{"etcd": {SumMiB: 61, MaxProcessMiB: 61, Processes: 1}}
+	withUsage.Builds[0].Proxy.WatchLag = map[string]report.WatchLag{"nodes": {Events: 120, P50MS: 0.5, P99MS: 42}}
 	tests := []struct {
 		name    string
 		r       *report.Report
@@ -493,12 +494,14 @@ func TestCompareMarkdownResources(t *testing.T) {
 				"| etcd | 0.1000 | 0.2000 | 2.00 |\n| harness | 0.1000 | 0.1000 | 1.00 |\n| kube-apiserver | 0.3000 | 0.6000 | 2.00 |\n| **total** | 0.5000 | 0.9000 | 1.80 |",
 				"## Peak memory (MiB) by component",
 				"| etcd | 60 | 61 |\n| kubelet-sim | 240 (8 processes, largest 35) | – |",
+				"## Watch lag at the proxy",
+				"| nodes | 0.5 / 42.0 (120) | – |",
 			},
 		},
 		{
 			name:    "a report without them has no such rows or sections",
 			r:       twoBuilds(),
-			notWant: []string{"all clients", "all components", "harness share", "by client", "by component", "Peak memory"},
+			notWant: []string{"all clients", "all components", "harness share", "by client", "by component", "Peak memory", "Watch lag"},
 		},
 	}
 	for _, tt := range tests {
