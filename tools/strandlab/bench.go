@@ -251,6 +251,10 @@ type Profile struct {
 	// flight over this latency.
 	DeleteToRunningMS report.Percentiles `json:"delete_to_running_ms"`
 	CycleStepsMS      *report.CycleSteps `json:"cycle_steps_ms,omitempty"`
+	// WatchLag is how long the controller's watch events waited at the
+	// proxy for it to read them, per resource, as in the report (a
+	// profile with the proxy in the controller's path).
+	WatchLag map[string]report.WatchLag `json:"watch_lag,omitempty"`
 }
 
 // profileOf is a profile's figures from its report (its first build: the
@@ -269,6 +273,7 @@ func profileOf(scenarioFile, reportPath string, r *report.Report) Profile {
 	p.CoresBusy = b.CPUSecondsTotalPerCycle * b.CyclesPerSecond
 	p.MemoryPeakMiB, p.APIRequestsPerCycleByClient = b.MemoryPeakMiB, b.APIRequestsPerCycleByClient
 	p.DeleteToRunningMS, p.CycleStepsMS = b.DeleteToRunningMS, b.CycleStepsMS
+	p.WatchLag = b.Proxy.WatchLag
 	return p
 }
 
@@ -336,6 +341,15 @@ func BenchTable(b Bench) string {
 	step("… delete → replacement p50 (ms)", func(s *report.CycleSteps) report.Percentiles { return s.ToReplacement })
 	step("… replacement → bound p50 (ms)", func(s *report.CycleSteps) report.Percentiles { return s.ToBound })
 	step("… bound → Running p50 (ms)", func(s *report.CycleSteps) report.Percentiles { return s.ToRunning })
+	for _, r := range keysOf(b.Profiles, func(p Profile) []string { return mapKeys(p.WatchLag) }) {
+		row("watch lag at the proxy, p50 / p99 (ms): "+r, func(p Profile) string {
+			l, ok := p.WatchLag[r]
+			if !ok {
+				return "–"
+			}
+			return fmt.Sprintf("%.1f / %.1f", l.P50MS, l.P99MS)
+		})
+	}
 	row("**CPU s/cycle, all**", func(p Profile) string { return num("%.4f", p.CPUSecondsTotalPerCycle, hasCPU(p)) })
 	row("cores busy", func(p Profile) string { return num("%.2f", p.CoresBusy, hasCPU(p)) })
 	row("harness share of the CPU", func(p Profile) string { return num("%.1f%%", 100*p.HarnessCPUShare, hasCPU(p)) })
