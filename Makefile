@@ -82,9 +82,15 @@ BENCH_CYCLES ?= 1000
 BENCH_SCENARIOS ?=
 
 .PHONY: bench
-bench: binaries ## what a cycle costs: the soak's load without and with its faults, stock, BENCH_CYCLES cycles each (default 1000; PROVIDER=kind, BENCH_SCENARIOS=<files>); writes _output/bench/<run>/bench.json
+bench: binaries ## what a cycle costs: the soak's load without and with its faults, stock, BENCH_CYCLES cycles each (default 1000; PROVIDER=kind, BENCH_SCENARIOS=<files>; TIME_TO_VERDICT=3 adds the time to a verdict); writes _output/bench/<run>/bench.json
 	@$(BIN)/strandlab bench --cycles $(BENCH_CYCLES) --output $(OUTPUT) \
-	  $(if $(PROVIDER),--provider $(PROVIDER)) $(if $(BENCH_SCENARIOS),--scenario $(BENCH_SCENARIOS))
+	  $(if $(PROVIDER),--provider $(PROVIDER)) $(if $(BENCH_SCENARIOS),--scenario $(BENCH_SCENARIOS)) \
+	  $(if $(TIME_TO_VERDICT),--time-to-verdict $(TIME_TO_VERDICT)) $(if $(VERDICT_SCENARIOS),--verdict-scenario $(VERDICT_SCENARIOS))
+
+.PHONY: time-to-verdict
+time-to-verdict: binaries ## minutes to a verdict alone: seed-122413, node-delay and soak until fix vs stock decides at p <= 0.001, TIME_TO_VERDICT runs each (default 3; VERDICT_SCENARIOS=<files>, PROVIDER=kind); hours for the soak
+	@$(BIN)/strandlab bench --scenario '' --time-to-verdict $(or $(TIME_TO_VERDICT),3) --output $(OUTPUT) \
+	  $(if $(PROVIDER),--provider $(PROVIDER)) $(if $(VERDICT_SCENARIOS),--verdict-scenario $(VERDICT_SCENARIOS))
 
 .PHONY: calibrate
 calibrate: binaries ## SCENARIO on local and kind, same SEEDS (e.g. 1-10), BUILDS and CYCLES (RUNTIME_TIMINGS=reference: kubelet-sim draws from the kind runs), and whether they agree: writes _output/calibration/<run>/calibration.md (docs/kind.md)

@@ -65,3 +65,22 @@ func sampleOf(name string, p procfs.Proc, reaped bool) (usage.Sample, error) {
 	}
 	return usage.Sample{Name: name, PID: st.PID, StartTicks: st.Starttime, CPUSeconds: cpu, PeakRSSBytes: status.VmHWM}, nil
 }
+
+// MachineBusySeconds is the CPU time all of the machine's CPUs have spent
+// busy since boot (/proc/stat's cpu line: everything but idle and iowait),
+// in seconds: read before and after a run, what the whole run cost the
+// machine, its clusters' start and stop and the harness included.
+func MachineBusySeconds() (float64, error) {
+	fs, err := procfs.NewDefaultFS()
+	if err != nil {
+		return 0, err
+	}
+	st, err := fs.Stat()
+	if err != nil {
+		return 0, fmt.Errorf("/proc/stat: %w", err)
+	}
+	c := st.CPUTotal
+	// Guest time is already in user time (procfs reads /proc/stat as the
+	// kernel writes it).
+	return c.User + c.Nice + c.System + c.IRQ + c.SoftIRQ + c.Steal, nil
+}

@@ -106,3 +106,25 @@ func TestReadWithReapedCountsChildren(t *testing.T) {
 		t.Errorf("ReadWithReaped %.3f s vs Read %.3f s: the child's %.3f s are not the difference", after.CPUSeconds, own.CPUSeconds, child)
 	}
 }
+
+// The machine's busy time grows by at least what this process burns (it
+// runs on one of the machine's CPUs), and never goes backwards.
+func TestMachineBusySeconds(t *testing.T) {
+	before, err := MachineBusySeconds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self, err := Self()
+	if err != nil {
+		t.Fatal(err)
+	}
+	burned := burn(t, self.CPUSeconds, 0.1).CPUSeconds - self.CPUSeconds
+	after, err := MachineBusySeconds()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One clock tick of slack per reading: both count in ticks.
+	if after-before < burned-0.02 {
+		t.Errorf("machine busy %.2f s over a burn of %.2f s of this process's CPU", after-before, burned)
+	}
+}

@@ -38,10 +38,12 @@ var benchScenarios = []string{"scenarios/soak-control.yaml", "scenarios/soak.yam
 // reads the reports it writes.
 func benchCommand() *cobra.Command {
 	var (
-		cycles    int
-		output    string
-		provider  string
-		scenarios []string
+		cycles           int
+		output           string
+		provider         string
+		scenarios        []string
+		verdictRepeats   int
+		verdictScenarios []string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -55,13 +57,22 @@ CPU seconds per cycle per component (and the harness's share), the cores
 busy on average, peak memory per component and API requests per cycle per
 client (local only).
 
+With --time-to-verdict N, it then measures what users wait for: each of
+--verdict-scenario (seed-122413, node-delay, soak) run N times, on seeds
+1,000 apart, as 'strandlab run --until-verdict' of stock and fix with the
+verdict held to p <= 0.001, and the median wall minutes, CPU minutes (the
+whole machine's busy time) and cycles a build each took. That takes
+hours for the soak. --scenario '' skips the cost profiles.
+
 Writes <output>/bench/<run-id>/: bench.json and bench.md (the table), and
 the runs' reports under reports/. Prints the table, then bench.json's path
 as the last line. Exit status as run's: 0 when the runs completed, 130 when
 interrupted (what was measured is written), 1 when the harness failed.`,
 		Example: `  strandlab bench
   strandlab bench --cycles 500
-  strandlab bench --provider kind --scenario scenarios/soak-control-kind.yaml --cycles 500`,
+  strandlab bench --provider kind --scenario scenarios/soak-control-kind.yaml --cycles 500
+  strandlab bench --scenario '' --time-to-verdict 3
+  strandlab bench --scenario '' --time-to-verdict 3 --verdict-scenario scenarios/seed-122413.yaml`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if cycles < 1 {
@@ -70,7 +81,18 @@ interrupted (what was measured is written), 1 when the harness failed.`,
 			if !slices.Contains(ownProviderNames, provider) {
 				return fmt.Errorf("--provider: %q, want one of %s (an existing cluster's components are not measured)", provider, strings.Join(ownProviderNames, ", "))
 			}
+			scenarios = slices.DeleteFunc(scenarios, func(s string) bool { return s == "" })
+			verdictScenarios = slices.DeleteFunc(verdictScenarios, func(s string) bool { return s == "" })
+			switch {
+			case verdictRepeats < 0:
+				return fmt.Errorf("--time-to-verdict: %d, want 0 (off) or more runs per profile", verdictRepeats)
+			case verdictRepeats > 0 && len(verdictScenarios) == 0:
+				return fmt.Errorf("--verdict-scenario: empty, and --time-to-verdict %d needs a profile", verdictRepeats)
+			case len(scenarios) == 0 && verdictRepeats == 0:
+				return fmt.Errorf("--scenario: empty, and no --time-to-verdict: nothing to measure")
+			}
 			return bench(cmd.Context(), benchOptions{cycles: cycles, output: output, provider: provider, scenarios: scenarios,
+				verdictRepeats: verdictRepeats, verdictScenarios: verdictScenarios,
 				command: "strandlab " + strings.Join(os.Args[1:], " ")}, os.Stdout, os.Stderr)
 		},
 	}
@@ -78,7 +100,9 @@ interrupted (what was measured is written), 1 when the harness failed.`,
 	f.IntVar(&cycles, "cycles", 1000, "cycles per profile (make bench: BENCH_CYCLES)")
 	f.StringVar(&output, "output", "_output", "output directory (relative to the repository root)")
 	f.StringVar(&provider, "provider", "local", "the cluster provider the profiles run on: "+strings.Join(ownProviderNames, " or ")+" (make bench: PROVIDER)")
-	f.StringSliceVar(&scenarios, "scenario", benchScenarios, "the profiles: scenario files, comma-separated or repeated")
+	f.StringSliceVar(&scenarios, "scenario", benchScenarios, "the profiles: scenario files, comma-separated or repeated ('' for none)")
+	f.IntVar(&verdictRepeats, "time-to-verdict", 0, "also run each --verdict-scenario this many times until a verdict of fix against stock at p <= 0.001, and report the median wall and CPU minutes (make bench: TIME_TO_VERDICT; 0: off)")
+	f.StringSliceVar(&verdictScenarios, "verdict-scenario", verdictScenarios, "--time-to-verdict's profiles: scenario files, comma-separated or repeated")
 	return cmd
 }
 
@@ -93,7 +117,12 @@ type benchOptions struct {
 	output    string
 	provider  string // "" is local
 	scenarios []string
-	command   string
+	// verdictRepeats is --time-to-verdict (0: off), verdictScenarios its
+	// profiles.
+	verdictRepeats   int
+	verdictScenarios []string
+	command          string
+	progress         io.Writer
 }
 
 // bench runs the profiles one after the other (one cluster at a time:
@@ -133,10 +162,21 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error 
 			return err
 		}
 	}
+	o.progress = stderr
 	ctx, teardown, stop := interruptible(ctx, stderr)
 	defer stop()
 	opts.Teardown = teardown
 	var runErr error
+	if o.verdictRepeats > 0 {
+		// Refused here, before the cost profiles spend their time.
+		for _, path := range o.verdictScenarios {
+			po := opts
+			po.ScenarioPath, po.Builds, po.Cycles = path, []string{kcmbuild.Stock, verdictBuild}, -1
+			if _, err := runner.Prepare(ctx, po); err != nil {
+				return err
+			}
+		}
+	}
 	for i, sc := range prepared {
 		fmt.Fprintf(stderr, "\n== bench profile %s (%d of %d): %d cycles, stock\n", sc.Name, i+1, len(prepared), o.cycles)
 		ro := opts
@@ -160,12 +200,15 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error 
 			break
 		}
 	}
+	if runErr == nil && o.verdictRepeats > 0 {
+		runErr = timeToVerdict(ctx, o, opts, dir, &b)
+	}
 	b.FinishedAt = time.Now().UTC()
 	path, err := writeBench(b, dir)
 	if err != nil {
 		return errors.Join(runErr, err)
 	}
-	fmt.Fprintf(stdout, "\n%s\n%s\n", BenchTable(b), path)
+	fmt.Fprintf(stdout, "\n%s\n%s%s\n", BenchTable(b), verdictSection(b), path)
 	return runErr
 }
 
@@ -204,12 +247,14 @@ type Bench struct {
 	Command string `json:"command"`
 	Commit  string `json:"commit,omitempty"`
 	// Provider is the cluster provider every profile ran on.
-	Provider   string    `json:"provider,omitempty"`
-	Machine    Machine   `json:"machine"`
-	Cycles     int       `json:"cycles"`
-	Profiles   []Profile `json:"profiles"`
-	StartedAt  time.Time `json:"started_at"`
-	FinishedAt time.Time `json:"finished_at"`
+	Provider string    `json:"provider,omitempty"`
+	Machine  Machine   `json:"machine"`
+	Cycles   int       `json:"cycles"`
+	Profiles []Profile `json:"profiles"`
+	// TimeToVerdict is --time-to-verdict's figures, one per profile.
+	TimeToVerdict []VerdictTime `json:"time_to_verdict,omitempty"`
+	StartedAt     time.Time     `json:"started_at"`
+	FinishedAt    time.Time     `json:"finished_at"`
 }
 
 // Machine is what the figures were measured on.
@@ -291,14 +336,18 @@ func writeBench(b Bench, dir string) (string, error) {
 	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 		return "", err
 	}
-	md := fmt.Sprintf("# strandlab bench %s\n\n- command: `%s`\n- commit: %s\n- provider: %s\n- machine: %d CPUs, %s/%s\n\n%s",
-		b.RunID, b.Command, orDash(b.Commit), orDash(b.Provider), b.Machine.CPUs, b.Machine.OS, b.Machine.Arch, BenchTable(b))
+	md := fmt.Sprintf("# strandlab bench %s\n\n- command: `%s`\n- commit: %s\n- provider: %s\n- machine: %d CPUs, %s/%s\n\n%s%s",
+		b.RunID, b.Command, orDash(b.Commit), orDash(b.Provider), b.Machine.CPUs, b.Machine.OS, b.Machine.Arch, BenchTable(b), verdictSection(b))
 	return path, os.WriteFile(filepath.Join(dir, "bench.md"), []byte(md), 0o644)
 }
 
 // BenchTable is the bench's figures as a Markdown table, one column per
-// profile; a figure a profile lacks is "–".
+// profile; a figure a profile lacks is "–"; a line saying so without
+// profiles.
 func BenchTable(b Bench) string {
+	if len(b.Profiles) == 0 {
+		return "No cost profiles were run.\n"
+	}
 	var buf bytes.Buffer
 	buf.WriteString("| |")
 	for _, p := range b.Profiles {

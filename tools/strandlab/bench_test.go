@@ -130,8 +130,9 @@ func TestWriteBench(t *testing.T) {
 	}
 }
 
-// TestBenchFlags: a bad --cycles or --provider is refused, naming the
-// flag, before anything runs.
+// TestBenchFlags: a bad --cycles, --provider, --time-to-verdict or
+// --verdict-scenario is refused, naming the flag or file, before anything
+// runs.
 func TestBenchFlags(t *testing.T) {
 	for _, tc := range []struct {
 		args    []string
@@ -140,6 +141,12 @@ func TestBenchFlags(t *testing.T) {
 		{[]string{"--cycles", "0"}, "--cycles: 0"},
 		{[]string{"--provider", "existing"}, `--provider: "existing", want one of local, kind`},
 		{[]string{"--provider", "kindd"}, `--provider: "kindd"`},
+		{[]string{"--time-to-verdict", "-1"}, "--time-to-verdict: -1"},
+		{[]string{"--time-to-verdict", "3", "--verdict-scenario", ""}, "--verdict-scenario: empty"},
+		{[]string{"--scenario", ""}, "--scenario: empty, and no --time-to-verdict"},
+		// A profile is refused before any cluster starts, cost profiles
+		// or not.
+		{[]string{"--scenario", "", "--time-to-verdict", "1", "--verdict-scenario", "scenarios/no-such.yaml"}, "no-such.yaml"},
 	} {
 		cmd := benchCommand()
 		cmd.SetArgs(tc.args)
@@ -148,5 +155,47 @@ func TestBenchFlags(t *testing.T) {
 		if err := cmd.Execute(); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("bench %v: error %v, want it to contain %q", tc.args, err, tc.wantErr)
 		}
+	}
+}
+
+// TestVerdictTime: the medians are over the complete runs; a run counts as
+// reaching the verdict only when fix strands less at p <= alpha; the table
+// shows each run.
+func TestVerdictTime(t *testing.T) {
+	v := VerdictTime{Name: "seed-122413", Scenario: "scenarios/seed-122413.yaml", Alpha: 0.001, Runs: []VerdictRun{
+		{Seed: 1, Complete: true, Outcome: "less", PValue: 0.0008, Rounds: 3, CyclesByBuild: 15, WallMinutes: 6, CPUMinutes: 9},
+		{Seed: 1001, Complete: true, Outcome: "less", PValue: 0.0004, Rounds: 5, CyclesByBuild: 25, WallMinutes: 10, CPUMinutes: 15},
+		{Seed: 2001, Complete: true, Outcome: "continue", PValue: 0.2, Rounds: 50, CyclesByBuild: 250, WallMinutes: 90, CPUMinutes: 120},
+		{Seed: 3001, Complete: false, Outcome: "continue", PValue: 0.5, Rounds: 1, CyclesByBuild: 5, WallMinutes: 1, CPUMinutes: 1},
+	}}
+	v.summarise()
+	tests := []struct {
+		name string
+		got  any
+		want any
+	}{
+		{"reached: less at p <= alpha", v.Reached, 2},
+		{"median wall minutes over the complete runs", v.MedianWallMinutes, 10.0},
+		{"median CPU minutes", v.MedianCPUMinutes, 15.0},
+		{"median cycles a build", v.MedianCyclesByBuild, 25.0},
+		{"median of an even count", median([]float64{4, 1, 3, 2}), 2.5},
+		{"median of none", median(nil), 0.0},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+	table := VerdictTable(Bench{TimeToVerdict: []VerdictTime{v}})
+	for _, w := range []string{
+		"| seed-122413 | 2 of 4 (α = 0.001) | 10.0 | 15.0 | 25 |",
+		"less, p = 0.0008, 3, 6.0; less, p = 0.0004, 5, 10.0; continue, p = 0.2, 50, 90.0; continue, partial, p = 0.5, 1, 1.0 |",
+	} {
+		if !strings.Contains(table, w) {
+			t.Errorf("table lacks %q:\n%s", w, table)
+		}
+	}
+	if VerdictTable(Bench{}) != "" || verdictSection(Bench{}) != "" {
+		t.Error("a bench without verdicts has a verdict table")
 	}
 }
