@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -288,27 +289,45 @@ type WatchLag struct {
 // setWatchLag fills p's watch lag from its histograms by resource;
 // resources without events are left out.
 func setWatchLag(p *ProxyStats, lags runtimeops.Ops) {
-	p.WatchLag = nil
-	for resource, h := range lags {
-		n := h.Total()
-		if n == 0 {
-			continue
-		}
-		if p.WatchLag == nil {
-			p.WatchLag = map[string]WatchLag{}
-		}
-		p.WatchLag[resource] = WatchLag{Events: n, Histogram: h,
-			P50MS: float64(runtimeops.Quantile(h, 0.5)) / 1e6, P99MS: float64(runtimeops.Quantile(h, 0.99)) / 1e6}
-	}
+	p.WatchLag = figuresOf(lags, func(n uint64, h runtimeops.Histogram) WatchLag {
+		return WatchLag{Events: n, Histogram: h, P50MS: quantileMS(h, 0.5), P99MS: quantileMS(h, 0.99)}
+	})
 }
 
 // watchLagHistograms are the histograms of p's watch lag.
 func watchLagHistograms(p ProxyStats) runtimeops.Ops {
-	out := runtimeops.Ops{}
-	for resource, l := range p.WatchLag {
-		out[resource] = l.Histogram
+	return histogramsOf(p.WatchLag, func(l WatchLag) runtimeops.Histogram { return l.Histogram })
+}
+
+// figuresOf is a figure (made by of) for each histogram of hs with events,
+// by the same key; nil when none has any.
+func figuresOf[F any](hs runtimeops.Ops, of func(n uint64, h runtimeops.Histogram) F) map[string]F {
+	var out map[string]F
+	for k, h := range hs {
+		n := h.Total()
+		if n == 0 {
+			continue
+		}
+		if out == nil {
+			out = map[string]F{}
+		}
+		out[k] = of(n, h)
 	}
 	return out
+}
+
+// histogramsOf are the histograms of figures, by the same key.
+func histogramsOf[F any](figures map[string]F, histogram func(F) runtimeops.Histogram) runtimeops.Ops {
+	out := runtimeops.Ops{}
+	for k, f := range figures {
+		out[k] = histogram(f)
+	}
+	return out
+}
+
+// quantileMS is h's q-quantile in milliseconds (runtimeops.Quantile).
+func quantileMS(h runtimeops.Histogram, q float64) float64 {
+	return float64(runtimeops.Quantile(h, q)) / 1e6
 }
 
 // Stranding is one stranded volume with the timeline that produced it.
@@ -498,26 +517,19 @@ type RuntimeOp struct {
 // AddRuntimeOps fills the build's runtime operations from their histograms
 // over the churn; operations not seen are left out.
 func AddRuntimeOps(b *Build, ops runtimeops.Ops) {
-	for op, h := range ops {
-		n := h.Total()
-		if n == 0 {
-			continue
-		}
-		if b.RuntimeOps == nil {
-			b.RuntimeOps = map[string]RuntimeOp{}
-		}
-		b.RuntimeOps[op] = RuntimeOp{Count: n, Histogram: h,
-			P50MS: float64(runtimeops.Quantile(h, 0.5)) / 1e6, P90MS: float64(runtimeops.Quantile(h, 0.9)) / 1e6}
+	figures := figuresOf(ops, func(n uint64, h runtimeops.Histogram) RuntimeOp {
+		return RuntimeOp{Count: n, Histogram: h, P50MS: quantileMS(h, 0.5), P90MS: quantileMS(h, 0.9)}
+	})
+	if b.RuntimeOps == nil {
+		b.RuntimeOps = figures
+		return
 	}
+	maps.Copy(b.RuntimeOps, figures)
 }
 
 // RuntimeOpsHistograms are the histograms of b's runtime operations.
 func RuntimeOpsHistograms(b Build) runtimeops.Ops {
-	out := runtimeops.Ops{}
-	for op, r := range b.RuntimeOps {
-		out[op] = r.Histogram
-	}
-	return out
+	return histogramsOf(b.RuntimeOps, func(r RuntimeOp) runtimeops.Histogram { return r.Histogram })
 }
 
 // AddRequestsByClient fills the build's requests per cycle by client from

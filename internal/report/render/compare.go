@@ -215,22 +215,30 @@ func writeResources(b *bytes.Buffer, builds []report.Build) {
 	b.WriteString("\n## Peak memory (MiB) by component\n\nThe sum of the component's processes' peak resident memory " +
 		"at the end of the churn (an upper bound of the component's peak), and for several processes the largest one's. " +
 		"On kind a \"process\" is a control group (a container or a node's kubelet or containerd), whose peak counts page cache too.\n\n")
-	b.WriteString("| component |")
+	writeCellTable(b, builds, "component", memKeys, func(x report.Build, k string) (string, bool) {
+		p, ok := x.MemoryPeakMiB[k]
+		if ok && p.Processes > 1 {
+			return fmt.Sprintf("%.0f (%d processes, largest %.0f)", finite(p.SumMiB), p.Processes, finite(p.MaxProcessMiB)), true
+		}
+		return fmt.Sprintf("%.0f", finite(p.SumMiB)), ok
+	})
+}
+
+// writeCellTable writes a table with one row per key and one column per
+// build, each cell cell's text, "–" where a build has none.
+func writeCellTable(b *bytes.Buffer, builds []report.Build, header string, keys []string, cell func(report.Build, string) (string, bool)) {
+	fmt.Fprintf(b, "| %s |", header)
 	for _, bld := range builds {
 		fmt.Fprintf(b, " %s |", mdCell(bld.Name))
 	}
 	b.WriteString("\n|---|" + strings.Repeat("---:|", len(builds)) + "\n")
-	for _, k := range memKeys {
+	for _, k := range keys {
 		fmt.Fprintf(b, "| %s |", mdCell(k))
 		for _, bld := range builds {
-			p, ok := bld.MemoryPeakMiB[k]
-			switch {
-			case !ok:
+			if text, ok := cell(bld, k); ok {
+				fmt.Fprintf(b, " %s |", text)
+			} else {
 				b.WriteString(" – |")
-			case p.Processes > 1:
-				fmt.Fprintf(b, " %.0f (%d processes, largest %.0f) |", finite(p.SumMiB), p.Processes, finite(p.MaxProcessMiB))
-			default:
-				fmt.Fprintf(b, " %.0f |", finite(p.SumMiB))
 			}
 		}
 		b.WriteString("\n")
@@ -248,22 +256,10 @@ func writeWatchLag(b *bytes.Buffer, builds []report.Build) {
 	b.WriteString("\n## Watch lag at the proxy\n\nHow long the controller's watch events waited at the proxy during the churn, " +
 		"after they were due (arrival, or the release of an event a rule held back), for the controller to read them: " +
 		"p50 / p99 ms (events), read inside buckets whose first ends at 1 ms. What the controller does with an event after reading it is not in it.\n\n")
-	b.WriteString("| resource |")
-	for _, bld := range builds {
-		fmt.Fprintf(b, " %s |", mdCell(bld.Name))
-	}
-	b.WriteString("\n|---|" + strings.Repeat("---:|", len(builds)) + "\n")
-	for _, k := range keys {
-		fmt.Fprintf(b, "| %s |", mdCell(k))
-		for _, bld := range builds {
-			if l, ok := bld.Proxy.WatchLag[k]; ok {
-				fmt.Fprintf(b, " %.1f / %.1f (%d) |", finite(l.P50MS), finite(l.P99MS), l.Events)
-			} else {
-				b.WriteString(" – |")
-			}
-		}
-		b.WriteString("\n")
-	}
+	writeCellTable(b, builds, "resource", keys, func(x report.Build, k string) (string, bool) {
+		l, ok := x.Proxy.WatchLag[k]
+		return fmt.Sprintf("%.1f / %.1f (%d)", finite(l.P50MS), finite(l.P99MS), l.Events), ok
+	})
 }
 
 // unionKeys is the union of the builds' keys of a map, sorted.
