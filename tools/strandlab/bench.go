@@ -102,7 +102,7 @@ interrupted (what was measured is written), 1 when the harness failed.`,
 	f.StringVar(&provider, "provider", "local", "the cluster provider the profiles run on: "+strings.Join(ownProviderNames, " or ")+" (make bench: PROVIDER)")
 	f.StringSliceVar(&scenarios, "scenario", benchScenarios, "the profiles: scenario files, comma-separated or repeated ('' for none)")
 	f.IntVar(&verdictRepeats, "time-to-verdict", 0, "also run each --verdict-scenario this many times until a verdict of fix against stock at p <= 0.001, and report the median wall and CPU minutes (make bench: TIME_TO_VERDICT; 0: off)")
-	f.StringSliceVar(&verdictScenarios, "verdict-scenario", verdictScenarios, "--time-to-verdict's profiles: scenario files, comma-separated or repeated")
+	f.StringSliceVar(&verdictScenarios, "verdict-scenario", defaultVerdictScenarios, "--time-to-verdict's profiles: scenario files, comma-separated or repeated")
 	return cmd
 }
 

@@ -199,3 +199,17 @@ func TestVerdictTime(t *testing.T) {
 		t.Error("a bench without verdicts has a verdict table")
 	}
 }
+
+// TestBenchVerdictDefaults: --time-to-verdict measures the seed, node-delay
+// and the soak unless told otherwise, and those files exist.
+func TestBenchVerdictDefaults(t *testing.T) {
+	f := benchCommand().Flags().Lookup("verdict-scenario")
+	if f == nil || f.DefValue != "[scenarios/seed-122413.yaml,scenarios/node-delay.yaml,scenarios/soak.yaml]" {
+		t.Fatalf("--verdict-scenario's default: %+v", f)
+	}
+	for _, path := range defaultVerdictScenarios {
+		if _, err := os.Stat(filepath.Join("..", "..", path)); err != nil {
+			t.Errorf("default verdict profile: %v", err)
+		}
+	}
+}

@@ -18,9 +18,9 @@ import (
 	"github.com/strandlab/strandlab/internal/sequential"
 )
 
-// verdictScenarios are the profiles whose time to a verdict the bench
+// defaultVerdictScenarios are the profiles whose time to a verdict the bench
 // measures (--time-to-verdict): the seed, node-delay and the soak.
-var verdictScenarios = []string{"scenarios/seed-122413.yaml", "scenarios/node-delay.yaml", "scenarios/soak.yaml"}
+var defaultVerdictScenarios = []string{"scenarios/seed-122413.yaml", "scenarios/node-delay.yaml", "scenarios/soak.yaml"}
 
 // verdictBuild is the build each verdict run tests against stock.
 const verdictBuild = "fix"
