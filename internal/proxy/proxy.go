@@ -19,7 +19,6 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/strandlab/strandlab/internal/fault"
-	"github.com/strandlab/strandlab/internal/runtimeops"
 )
 
 // Config wires a proxy to its upstream.
@@ -356,9 +355,9 @@ func (m *metrics) counters() fault.Counters {
 		c.Requests[k] = m.requests[k]
 	}
 	if len(m.lag) > 0 {
-		c.WatchLag = map[string]runtimeops.Histogram{}
+		c.WatchLag = map[string]fault.Histogram{}
 		for r, counts := range m.lag {
-			c.WatchLag[r] = runtimeops.Histogram{Bounds: slices.Clone(watchLagBounds), Counts: slices.Clone(counts)}
+			c.WatchLag[r] = fault.Histogram{Bounds: slices.Clone(watchLagBounds), Counts: slices.Clone(counts)}
 		}
 	}
 	return c

@@ -294,6 +294,16 @@ func setWatchLag(p *ProxyStats, lags runtimeops.Ops) {
 	})
 }
 
+// lagHistograms are the proxy counters' watch lag histograms, for
+// runtimeops's arithmetic.
+func lagHistograms(c fault.Counters) runtimeops.Ops {
+	out := runtimeops.Ops{}
+	for resource, h := range c.WatchLag {
+		out[resource] = runtimeops.Histogram(h)
+	}
+	return out
+}
+
 // watchLagHistograms are the histograms of p's watch lag.
 func watchLagHistograms(p ProxyStats) runtimeops.Ops {
 	return histogramsOf(p.WatchLag, func(l WatchLag) runtimeops.Histogram { return l.Histogram })
@@ -472,7 +482,7 @@ func AddProxyCounters(b *Build, before, after fault.Counters) {
 		}
 	}
 	b.Proxy = ProxyStats{EventsDelayed: after.EventsDelayed, MaxQueueDepth: after.MaxQueueDepth}
-	setWatchLag(&b.Proxy, runtimeops.Sub(after.WatchLag, before.WatchLag))
+	setWatchLag(&b.Proxy, runtimeops.Sub(lagHistograms(after), lagHistograms(before)))
 }
 
 // AddUsage fills the build's CPU seconds per cycle (from each

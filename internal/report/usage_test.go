@@ -10,7 +10,6 @@ import (
 
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/report"
-	"github.com/strandlab/strandlab/internal/runtimeops"
 	"github.com/strandlab/strandlab/internal/usage"
 )
 
@@ -191,13 +190,13 @@ func TestMergePoolsUsage(t *testing.T) {
 // churn has no lag figure.
 func TestAddProxyCounters(t *testing.T) {
 	bounds := []float64{0.001, 0.01, 0.1}
-	h := func(counts ...uint64) runtimeops.Histogram {
-		return runtimeops.Histogram{Bounds: bounds, Counts: counts}
+	h := func(counts ...uint64) fault.Histogram {
+		return fault.Histogram{Bounds: bounds, Counts: counts}
 	}
-	before := fault.Counters{Requests: map[string]int64{"PATCH nodes/status": 10}, WatchLag: map[string]runtimeops.Histogram{
+	before := fault.Counters{Requests: map[string]int64{"PATCH nodes/status": 10}, WatchLag: map[string]fault.Histogram{
 		"nodes": h(5, 0, 0, 0), "pods": h(3, 0, 0, 0)}}
 	after := fault.Counters{Requests: map[string]int64{"PATCH nodes/status": 30}, EventsDelayed: 4, MaxQueueDepth: 2,
-		WatchLag: map[string]runtimeops.Histogram{"nodes": h(5, 0, 8, 2), "pods": h(3, 0, 0, 0)}}
+		WatchLag: map[string]fault.Histogram{"nodes": h(5, 0, 8, 2), "pods": h(3, 0, 0, 0)}}
 	b := report.Build{Cycles: 10, APIRequestsPerCycle: map[string]float64{}}
 	report.AddProxyCounters(&b, before, after)
 	nodes, ok := b.Proxy.WatchLag["nodes"]
