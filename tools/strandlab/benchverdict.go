@@ -86,6 +86,10 @@ func timeToVerdict(ctx context.Context, o benchOptions, opts runner.Options, dir
 	opts.Builds = []string{kcmbuild.Stock, verdictBuild}
 	opts.Cycles = -1 // a round is the scenario's cycles, as `strandlab run --until-verdict` without --cycles
 	opts.UntilVerdict = &design
+	// As `strandlab run` runs: the API server's metrics scrape before the
+	// churn moves seed-122413's first cycle (runner.Options.RequestsByClient),
+	// and the verdict's time is what a user's run takes.
+	opts.RequestsByClient = false
 	prepared := make([]*scenario.Scenario, len(o.verdictScenarios))
 	for i, path := range o.verdictScenarios {
 		po := opts
@@ -111,11 +115,12 @@ func timeToVerdict(ctx context.Context, o benchOptions, opts runner.Options, dir
 				cur.Runs = append(cur.Runs, run)
 				cur.summarise()
 			}
+			if ctx.Err() != nil {
+				// The run's own error is the interruption's consequence.
+				return &exitError{exitInterrupted, errors.New("interrupted; what was measured is written")}
+			}
 			if err != nil {
 				return err
-			}
-			if ctx.Err() != nil {
-				return &exitError{exitInterrupted, errors.New("interrupted; what was measured is written")}
 			}
 		}
 	}
