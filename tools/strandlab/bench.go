@@ -167,14 +167,11 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error 
 	defer stop()
 	opts.Teardown = teardown
 	var runErr error
+	var verdicts verdictRuns
 	if o.verdictRepeats > 0 {
 		// Refused here, before the cost profiles spend their time.
-		for _, path := range o.verdictScenarios {
-			po := opts
-			po.ScenarioPath, po.Builds, po.Cycles = path, []string{kcmbuild.Stock, verdictBuild}, -1
-			if _, err := runner.Prepare(ctx, po); err != nil {
-				return err
-			}
+		if verdicts, err = prepareVerdicts(ctx, o, opts); err != nil {
+			return err
 		}
 	}
 	for i, sc := range prepared {
@@ -201,7 +198,7 @@ func bench(ctx context.Context, o benchOptions, stdout, stderr io.Writer) error 
 		}
 	}
 	if runErr == nil && o.verdictRepeats > 0 {
-		runErr = timeToVerdict(ctx, o, opts, dir, &b)
+		runErr = timeToVerdict(ctx, o, verdicts, dir, &b)
 	}
 	b.FinishedAt = time.Now().UTC()
 	path, err := writeBench(b, dir)

@@ -77,10 +77,16 @@ func (r VerdictRun) reached(alpha float64) bool {
 	return r.Complete && r.Outcome == string(sequential.Less) && r.PValue <= alpha
 }
 
-// timeToVerdict runs each verdict profile repeats times until a verdict and
-// appends what each took to b. The profiles are prepared (and refused)
-// before any cluster starts.
-func timeToVerdict(ctx context.Context, o benchOptions, opts runner.Options, dir string, b *Bench) error {
+// verdictRuns are the verdict profiles, prepared, and the options their
+// runs take.
+type verdictRuns struct {
+	opts     runner.Options
+	prepared []*scenario.Scenario
+}
+
+// prepareVerdicts prepares (and refuses) the verdict profiles, before any
+// cluster starts.
+func prepareVerdicts(ctx context.Context, o benchOptions, opts runner.Options) (verdictRuns, error) {
 	design := report.DefaultSequentialDesign()
 	design.Alpha = verdictAlpha
 	opts.Builds = []string{kcmbuild.Stock, verdictBuild}
@@ -90,24 +96,31 @@ func timeToVerdict(ctx context.Context, o benchOptions, opts runner.Options, dir
 	// churn moves seed-122413's first cycle (runner.Options.RequestsByClient),
 	// and the verdict's time is what a user's run takes.
 	opts.RequestsByClient = false
-	prepared := make([]*scenario.Scenario, len(o.verdictScenarios))
+	v := verdictRuns{opts: opts, prepared: make([]*scenario.Scenario, len(o.verdictScenarios))}
 	for i, path := range o.verdictScenarios {
 		po := opts
 		po.ScenarioPath = path
 		var err error
-		if prepared[i], err = runner.Prepare(ctx, po); err != nil {
-			return err
+		if v.prepared[i], err = runner.Prepare(ctx, po); err != nil {
+			return verdictRuns{}, err
 		}
 	}
+	return v, nil
+}
+
+// timeToVerdict runs each prepared verdict profile o.verdictRepeats times
+// until a verdict and appends what each took to b.
+func timeToVerdict(ctx context.Context, o benchOptions, v verdictRuns, dir string, b *Bench) error {
+	opts, prepared, alpha := v.opts, v.prepared, v.opts.UntilVerdict.Alpha
 	for i, base := range prepared {
-		vt := VerdictTime{Name: base.Name, Scenario: o.verdictScenarios[i], Alpha: design.Alpha}
+		vt := VerdictTime{Name: base.Name, Scenario: o.verdictScenarios[i], Alpha: alpha}
 		b.TimeToVerdict = append(b.TimeToVerdict, vt)
 		cur := &b.TimeToVerdict[len(b.TimeToVerdict)-1]
 		for rep := 0; rep < o.verdictRepeats; rep++ {
 			sc := *base
 			sc.Seed = base.Seed + int64(rep)*verdictSeedStep
 			fmt.Fprintf(o.progress, "\n== time to a verdict, %s (%d of %d), run %d of %d: stock and %s until p < %g, seed %d\n",
-				sc.Name, i+1, len(prepared), rep+1, o.verdictRepeats, verdictBuild, design.Alpha, sc.Seed)
+				sc.Name, i+1, len(prepared), rep+1, o.verdictRepeats, verdictBuild, alpha, sc.Seed)
 			ro := opts
 			ro.ScenarioPath = o.verdictScenarios[i]
 			run, err := measureVerdictRun(ctx, ro, &sc, dir)
