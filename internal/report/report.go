@@ -286,6 +286,25 @@ type WatchLag struct {
 	Histogram runtimeops.Histogram `json:"histogram"`
 }
 
+// AttachDetachWatches are the resources the attach/detach controller's
+// informers watch (NewAttachDetachController in kubernetes'
+// pkg/controller/volume/attachdetach takes these informers), in the order
+// the tables list them. The proxy times every resource kube-controller-manager
+// watches; the tables show these, the report keeps them all.
+var AttachDetachWatches = []string{"nodes", "pods", "volumeattachments", "persistentvolumeclaims", "persistentvolumes", "csinodes", "csidrivers"}
+
+// AttachDetachWatchLagKeys are the resources of AttachDetachWatches for
+// which has is true, in AttachDetachWatches' order.
+func AttachDetachWatchLagKeys(has func(resource string) bool) []string {
+	var out []string
+	for _, r := range AttachDetachWatches {
+		if has(r) {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
 // setWatchLag fills p's watch lag from its histograms by resource;
 // resources without events are left out.
 func setWatchLag(p *ProxyStats, lags runtimeops.Ops) {

@@ -387,7 +387,9 @@ func BenchTable(b Bench) string {
 	step("… delete → replacement p50 (ms)", func(s *report.CycleSteps) report.Percentiles { return s.ToReplacement })
 	step("… replacement → bound p50 (ms)", func(s *report.CycleSteps) report.Percentiles { return s.ToBound })
 	step("… bound → Running p50 (ms)", func(s *report.CycleSteps) report.Percentiles { return s.ToRunning })
-	for _, r := range keysOf(b.Profiles, func(p Profile) []string { return mapKeys(p.WatchLag) }) {
+	for _, r := range report.AttachDetachWatchLagKeys(func(r string) bool {
+		return slices.ContainsFunc(b.Profiles, func(p Profile) bool { _, ok := p.WatchLag[r]; return ok })
+	}) {
 		row("watch lag at the proxy, p50 / p99 (ms): "+r, func(p Profile) string {
 			l, ok := p.WatchLag[r]
 			if !ok {

@@ -21,7 +21,8 @@ func benchReport(scenario string, withUsage bool, complete bool) *report.Report 
 		report.AddUsage(&b, map[string]float64{"etcd": 10, "kube-apiserver": 40, usage.Harness: 25, "kubelet-sim": 25},
 			map[string]usage.Peak{"etcd": {SumMiB: 90, MaxProcessMiB: 90, Processes: 1}, "kubelet-sim": {SumMiB: 320, MaxProcessMiB: 45, Processes: 8}})
 		report.AddRequestsByClient(&b, map[string]float64{"kube-controller-manager": 5000, "harness": 1000})
-		b.Proxy.WatchLag = map[string]report.WatchLag{"nodes": {Events: 900, P50MS: 0.4, P99MS: 12}}
+		b.Proxy.WatchLag = map[string]report.WatchLag{"pods": {Events: 400, P50MS: 0.5, P99MS: 3},
+			"nodes": {Events: 900, P50MS: 0.4, P99MS: 12}, "leases": {Events: 30, P50MS: 0.3, P99MS: 1}}
 	}
 	return &report.Report{Scenario: scenario, ClusterStartSeconds: 9.5, Complete: complete, Builds: []report.Build{b}}
 }
@@ -61,8 +62,9 @@ func TestBenchTable(t *testing.T) {
 				"| peak MiB: etcd | 90 | 90 |\n| peak MiB: kubelet-sim | 320 (8 × ≤ 45) | 320 (8 × ≤ 45) |\n",
 				"| **requests/cycle, all** | 12.0 | 12.0 |",
 				"| requests/cycle: harness | 2.0 | 2.0 |\n| requests/cycle: kube-controller-manager | 10.0 | 10.0 |\n",
-				"| watch lag at the proxy, p50 / p99 (ms): nodes | 0.4 / 12.0 | 0.4 / 12.0 |",
+				"| watch lag at the proxy, p50 / p99 (ms): nodes | 0.4 / 12.0 | 0.4 / 12.0 |\n| watch lag at the proxy, p50 / p99 (ms): pods | 0.5 / 3.0 | 0.5 / 3.0 |",
 			},
+			notWant: []string{"leases"},
 		},
 		{
 			name: "a profile without the figures",

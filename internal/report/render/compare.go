@@ -249,13 +249,16 @@ func writeCellTable(b *bytes.Buffer, builds []report.Build, header string, keys 
 // watch events waited at the proxy for it to read them, when a build has
 // the figures.
 func writeWatchLag(b *bytes.Buffer, builds []report.Build) {
-	keys := unionKeys(builds, func(x report.Build) map[string]report.WatchLag { return x.Proxy.WatchLag })
+	keys := report.AttachDetachWatchLagKeys(func(r string) bool {
+		return slices.ContainsFunc(builds, func(x report.Build) bool { _, ok := x.Proxy.WatchLag[r]; return ok })
+	})
 	if len(keys) == 0 {
 		return
 	}
 	b.WriteString("\n## Watch lag at the proxy\n\nHow long the controller's watch events waited at the proxy during the churn, " +
 		"after they were due (arrival, or the release of an event a rule held back), for the controller to read them: " +
-		"p50 / p99 ms (events), read inside buckets whose first ends at 1 ms. What the controller does with an event after reading it is not in it.\n\n")
+		"p50 / p99 ms (events), read inside buckets whose first ends at 1 ms, for the resources the attach/detach controller watches " +
+		"(report.json has every resource kube-controller-manager watched). What the controller does with an event after reading it is not in it.\n\n")
 	writeCellTable(b, builds, "resource", keys, func(x report.Build, k string) (string, bool) {
 		l, ok := x.Proxy.WatchLag[k]
 		return fmt.Sprintf("%.1f / %.1f (%d)", finite(l.P50MS), finite(l.P99MS), l.Events), ok

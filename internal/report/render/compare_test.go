@@ -473,7 +473,8 @@ func TestCompareMarkdownResources(t *testing.T) {
 		report.AddRequestsByClient(b, map[string]float64{"kube-controller-manager": 70 * scale, "harness": 10})
 	}
 	withUsage.Builds[1].MemoryPeakMiB = map[string]usage.Peak{"etcd": {SumMiB: 61, MaxProcessMiB: 61, Processes: 1}}
-	withUsage.Builds[0].Proxy.WatchLag = map[string]report.WatchLag{"nodes": {Events: 120, P50MS: 0.5, P99MS: 42}}
+	withUsage.Builds[0].Proxy.WatchLag = map[string]report.WatchLag{"nodes": {Events: 120, P50MS: 0.5, P99MS: 42},
+		"configmaps": {Events: 3, P50MS: 0.5, P99MS: 1}, "volumeattachments": {Events: 80, P50MS: 0.6, P99MS: 2}}
 	tests := []struct {
 		name    string
 		r       *report.Report
@@ -495,8 +496,9 @@ func TestCompareMarkdownResources(t *testing.T) {
 				"## Peak memory (MiB) by component",
 				"| etcd | 60 | 61 |\n| kubelet-sim | 240 (8 processes, largest 35) | – |",
 				"## Watch lag at the proxy",
-				"| nodes | 0.5 / 42.0 (120) | – |",
+				"| nodes | 0.5 / 42.0 (120) | – |\n| volumeattachments | 0.6 / 2.0 (80) | – |",
 			},
+			notWant: []string{"configmaps"},
 		},
 		{
 			name:    "a report without them has no such rows or sections",
