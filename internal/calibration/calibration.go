@@ -57,6 +57,11 @@ const (
 	StrandingEpisodes  = "stranding episodes"   // per cycle
 	SafetyViolations   = "safety violations"    // per cycle
 	PhantomListings    = "phantom listings"     // per cycle
+	// DetachingCycles counts the cycles whose volume was detached from
+	// the old node (per logged cycle): the timings of a detach rest on
+	// them only, so two providers that detach in different cycles
+	// compare different samples.
+	DetachingCycles = "cycles with a detach"
 )
 
 // Timing measures, from the reports' cycle logs.
@@ -77,10 +82,19 @@ const (
 	// kubelet's final delete, after the volumes' teardown).
 	DeleteToTerminal = "delete → old pod terminal"
 	DeleteToGone     = "delete → old pod gone"
+	// delete → detach's stages, over the cycles with both ends: the old
+	// kubelet's teardown and node status (terminal → released) and the
+	// controller's detach after it (released → detach); and the old pod's
+	// end over the detaching cycles only, which shows a difference in
+	// which cycles detach that delete → detach alone would hide.
+	TerminalToReleased        = "old pod terminal → released"
+	ReleasedToDetach          = "released → detach"
+	DeleteToTerminalDetaching = "delete → old pod terminal, cycles with a detach"
 )
 
 // Measures is every timing a table compares, in its order.
-var Measures = []string{DeleteToRunning, DeleteToReplacement, DeleteToTerminal, DeleteToGone, BoundToRunning, DeleteToReleased, DeleteToDetach, ListedToDetach}
+var Measures = []string{DeleteToRunning, DeleteToReplacement, DeleteToTerminal, DeleteToGone, BoundToRunning, DeleteToReleased,
+	TerminalToReleased, DeleteToDetach, DeleteToTerminalDetaching, ReleasedToDetach, ListedToDetach}
 
 // Side is one provider's count of a class.
 type Side struct {
@@ -156,6 +170,7 @@ type key struct{ scenario, build string }
 // tally is one provider's pooled runs of one profile and build.
 type tally struct {
 	runs, firstStranded, cycles, episodes, safety, phantoms int
+	logged, detaching                                       int
 	timings                                                 map[string][]float64
 }
 
@@ -208,6 +223,7 @@ func Compare(providers [2]string, runs []Run) (*Table, error) {
 			t.episodes += b.StrandedEpisodes
 			t.safety += b.SafetyViolations
 			t.phantoms += b.PhantomListings
+			t.logged += len(b.CycleLog)
 			for _, c := range b.CycleLog {
 				if c.Index == 0 {
 					t.runs++
@@ -235,8 +251,18 @@ func Compare(providers [2]string, runs []Run) (*Table, error) {
 				if c.DeleteToReleased > 0 {
 					t.timings[DeleteToReleased] = append(t.timings[DeleteToReleased], ms(c.DeleteToReleased))
 				}
+				if c.DeleteToTerminal > 0 && c.DeleteToReleased >= c.DeleteToTerminal {
+					t.timings[TerminalToReleased] = append(t.timings[TerminalToReleased], ms(c.DeleteToReleased-c.DeleteToTerminal))
+				}
 				if c.DeleteToDetach > 0 {
+					t.detaching++
 					t.timings[DeleteToDetach] = append(t.timings[DeleteToDetach], ms(c.DeleteToDetach))
+					if c.DeleteToTerminal > 0 {
+						t.timings[DeleteToTerminalDetaching] = append(t.timings[DeleteToTerminalDetaching], ms(c.DeleteToTerminal))
+					}
+					if c.DeleteToReleased > 0 && c.DeleteToDetach >= c.DeleteToReleased {
+						t.timings[ReleasedToDetach] = append(t.timings[ReleasedToDetach], ms(c.DeleteToDetach-c.DeleteToReleased))
+					}
 				}
 				if c.ListedToDetach > 0 {
 					t.timings[ListedToDetach] = append(t.timings[ListedToDetach], ms(c.ListedToDetach))
@@ -262,6 +288,7 @@ func Compare(providers [2]string, runs []Run) (*Table, error) {
 			{StrandingEpisodes, "cycles", func(x tally) int { return x.cycles }, func(x tally) int { return x.episodes }},
 			{SafetyViolations, "cycles", func(x tally) int { return x.cycles }, func(x tally) int { return x.safety }},
 			{PhantomListings, "cycles", func(x tally) int { return x.cycles }, func(x tally) int { return x.phantoms }},
+			{DetachingCycles, "cycles", func(x tally) int { return x.logged }, func(x tally) int { return x.detaching }},
 		} {
 			row, err := rateRow(k, c.class, c.unit, [2]int{c.events(ts[0]), c.events(ts[1])}, [2]int{c.trials(ts[0]), c.trials(ts[1])})
 			if err != nil {

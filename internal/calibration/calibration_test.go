@@ -2,6 +2,7 @@ package calibration
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -167,6 +168,33 @@ func TestTimingsAgreeOnMediansAndDistance(t *testing.T) {
 	}
 }
 
+// TestDetachingCyclesCounted: the share of cycles with a detach is a rate
+// row, over the logged cycles, so a difference in which cycles detach shows.
+func TestDetachingCyclesCounted(t *testing.T) {
+	detachEvery := func(k int) func(int) cycle.Cycle {
+		return func(i int) cycle.Cycle {
+			c := cycle.Cycle{Outcome: cycle.Running}
+			if i%k == 0 {
+				c.DeleteToDetach = time.Second
+			}
+			return c
+		}
+	}
+	tab, err := Compare(providers, []Run{run("local", 1, build("stock", cycles(100, 0, detachEvery(2)), 0, 0)),
+		run("kind", 1, build("stock", cycles(100, 0, detachEvery(4)), 0, 0))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := slices.IndexFunc(tab.Rates, func(r RateRow) bool { return r.Class == DetachingCycles })
+	if i < 0 {
+		t.Fatalf("no %s row in %+v", DetachingCycles, tab.Rates)
+	}
+	r := tab.Rates[i]
+	if r.Sides[0].Events != 50 || r.Sides[0].Trials != 100 || r.Sides[1].Events != 25 || r.Verdict != Disagree {
+		t.Errorf("%s: %+v, want 50 / 100 against 25 / 100, disagreeing", DetachingCycles, r)
+	}
+}
+
 // TestStagesSplitDeleteToRunning: delete → replacement and bound → Running
 // come from the cycle's anchors, delete → released from its own field;
 // a cycle that lacks an anchor gives no sample of that stage.
@@ -181,7 +209,12 @@ func TestStagesSplitDeleteToRunning(t *testing.T) {
 		{"every anchor",
 			cycle.Cycle{Outcome: cycle.Running, DeletedAt: t0, DeleteToRunning: 9000 * ms, ReplacementSeenAt: t0.Add(2500 * ms),
 				ReplacementBoundAt: t0.Add(2600 * ms), DeleteToReleased: 3100 * ms, DeleteToTerminal: 900 * ms, DeleteToGone: 2300 * ms},
-			map[string]float64{DeleteToRunning: 9000, DeleteToReplacement: 2500, BoundToRunning: 6400, DeleteToReleased: 3100, DeleteToTerminal: 900, DeleteToGone: 2300}},
+			map[string]float64{DeleteToRunning: 9000, DeleteToReplacement: 2500, BoundToRunning: 6400, DeleteToReleased: 3100, DeleteToTerminal: 900, DeleteToGone: 2300,
+				TerminalToReleased: 2200}},
+		{"detached: delete → detach split at the release, the old pod's end counted among the detaching cycles",
+			cycle.Cycle{Outcome: cycle.Running, DeletedAt: t0, DeleteToRunning: 9000 * ms, DeleteToReleased: 3100 * ms, DeleteToTerminal: 900 * ms, DeleteToDetach: 3500 * ms},
+			map[string]float64{DeleteToRunning: 9000, DeleteToReleased: 3100, DeleteToTerminal: 900, TerminalToReleased: 2200,
+				DeleteToDetach: 3500, ReleasedToDetach: 400, DeleteToTerminalDetaching: 900}},
 		{"never released: the replacement came back first",
 			cycle.Cycle{Outcome: cycle.Running, DeletedAt: t0, DeleteToRunning: 4000 * ms, ReplacementSeenAt: t0.Add(1500 * ms), ReplacementBoundAt: t0.Add(1600 * ms)},
 			map[string]float64{DeleteToRunning: 4000, DeleteToReplacement: 1500, BoundToRunning: 2400}},

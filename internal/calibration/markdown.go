@@ -34,7 +34,9 @@ func Markdown(t *Table, command string) string {
 		"split into the delete to the replacement's creation (the old pod's end, the StatefulSet controller) and the replacement's binding to it Running (attach, mount, start); " +
 		"the old pod's end as the delete to its terminal phase (containers stopped, status written) and to its removal (the kubelet's final delete, after the volumes' teardown); " +
 		"the delete to the old node's kubelet dropping the volume from status.volumesInUse (released: the controller detaches only after it) " +
-		"and to the detach request of the volume on the old node; and from the volume's last listing in the node's status.volumesAttached (the add patch) to that detach.\n\n")
+		"and to the detach request of the volume on the old node, that split at the release (old pod terminal → released: the kubelet's teardown and node status; released → detach: the controller), " +
+		"and the old pod's end over the cycles with a detach only (the rates' \"cycles with a detach\": which cycles detach can differ between the providers, and delete → detach rests on those alone); " +
+		"and from the volume's last listing in the node's status.volumesAttached (the add patch) to that detach.\n\n")
 	fmt.Fprintf(&w, "| profile | build | timing | %s | %s | median %s − %s | KS distance | KS p | verdict |\n|---|---|---|---|---|---:|---:|---:|---|\n", a, b, a, b)
 	for _, r := range t.Timings {
 		diff, d, p := "–", "–", "–"
