@@ -44,6 +44,7 @@ func benchCommand() *cobra.Command {
 		scenarios        []string
 		verdictRepeats   int
 		verdictScenarios []string
+		reports          []string
 	)
 	cmd := &cobra.Command{
 		Use:   "bench",
@@ -64,6 +65,10 @@ verdict held to p <= 0.001, and the median wall minutes, CPU minutes (the
 whole machine's busy time) and cycles a build each took. That takes
 hours for the soak. --scenario '' skips the cost profiles.
 
+With --reports it runs nothing: it tables reports already written (a
+calibrate's or an e2e run's, of any build and provider), one column per
+report and build, named "scenario (build, provider)".
+
 Writes <output>/bench/<run-id>/: bench.json and bench.md (the table), and
 the runs' reports under reports/. Prints the table, then bench.json's path
 as the last line. Exit status as run's: 0 when the runs completed, 130 when
@@ -72,9 +77,18 @@ interrupted (what was measured is written), 1 when the harness failed.`,
   strandlab bench --cycles 500
   strandlab bench --provider kind --scenario scenarios/soak-control-kind.yaml --cycles 500
   strandlab bench --scenario '' --time-to-verdict 3
-  strandlab bench --scenario '' --time-to-verdict 3 --verdict-scenario scenarios/seed-122413.yaml`,
+  strandlab bench --scenario '' --time-to-verdict 3 --verdict-scenario scenarios/seed-122413.yaml
+  strandlab bench --reports _output/reports/<run>,_output/reports/<run>`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if len(reports) > 0 {
+				for _, name := range []string{"cycles", "provider", "scenario", "time-to-verdict", "verdict-scenario"} {
+					if cmd.Flags().Changed(name) {
+						return fmt.Errorf("--%s: does not apply to --reports, which tables reports already written", name)
+					}
+				}
+				return benchReports(reports, benchOptions{output: output, command: "strandlab " + strings.Join(os.Args[1:], " ")}, os.Stdout)
+			}
 			if cycles < 1 {
 				return fmt.Errorf("--cycles: %d, want at least 1", cycles)
 			}
@@ -103,6 +117,7 @@ interrupted (what was measured is written), 1 when the harness failed.`,
 	f.StringSliceVar(&scenarios, "scenario", benchScenarios, "the profiles: scenario files, comma-separated or repeated ('' for none)")
 	f.IntVar(&verdictRepeats, "time-to-verdict", 0, "also run each --verdict-scenario this many times until a verdict of fix against stock at p <= 0.001, and report the median wall and CPU minutes (make bench: TIME_TO_VERDICT; 0: off)")
 	f.StringSliceVar(&verdictScenarios, "verdict-scenario", defaultVerdictScenarios, "--time-to-verdict's profiles: scenario files, comma-separated or repeated")
+	f.StringSliceVar(&reports, "reports", nil, "run nothing: table these reports (report.json files, run directories or .json.gz copies), a column per report and build")
 	return cmd
 }
 
@@ -299,15 +314,66 @@ type Profile struct {
 	WatchLag map[string]report.WatchLag `json:"watch_lag,omitempty"`
 }
 
+// benchReports tables reports already written: a profile per report and
+// build. Nothing is run; bench.json and bench.md are written as bench's.
+func benchReports(paths []string, o benchOptions, stdout io.Writer) error {
+	out, err := outputDir(o.output)
+	if err != nil {
+		return err
+	}
+	started := time.Now().UTC()
+	b := Bench{RunID: report.RunID(started, "bench"), Command: strings.TrimSpace(o.command), StartedAt: started}
+	dir := filepath.Join(out, "bench", b.RunID)
+	var providers []string
+	for _, path := range paths {
+		if fi, err := os.Stat(path); err == nil && fi.IsDir() {
+			path = filepath.Join(path, "report.json")
+		}
+		r, err := report.Read(path)
+		if err != nil {
+			return fmt.Errorf("--reports: %w", err)
+		}
+		if len(r.Builds) == 0 {
+			return fmt.Errorf("--reports: %s has no build: it stopped before it measured anything", path)
+		}
+		abs, _ := filepath.Abs(path)
+		rel, err := filepath.Rel(dir, abs)
+		if err != nil {
+			rel = abs
+		}
+		for i := range r.Builds {
+			p := buildProfile("", rel, r, i)
+			p.Name = fmt.Sprintf("%s (%s, %s)", r.Scenario, r.Builds[i].Name, orDash(r.Provider))
+			b.Profiles = append(b.Profiles, p)
+		}
+		if !slices.Contains(providers, r.Provider) {
+			providers = append(providers, r.Provider)
+		}
+	}
+	b.Provider = strings.Join(providers, ", ")
+	b.FinishedAt = time.Now().UTC()
+	path, err := writeBench(b, dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "\n%s\n%s\n", BenchTable(b), path)
+	return nil
+}
+
 // profileOf is a profile's figures from its report (its first build: the
 // bench runs stock alone).
 func profileOf(scenarioFile, reportPath string, r *report.Report) Profile {
+	return buildProfile(scenarioFile, reportPath, r, 0)
+}
+
+// buildProfile is the figures of r's build i (none past its builds).
+func buildProfile(scenarioFile, reportPath string, r *report.Report, i int) Profile {
 	p := Profile{Name: r.Scenario, Scenario: scenarioFile, Report: reportPath, Complete: r.Complete && !r.Interrupted,
 		ClusterStartSeconds: r.ClusterStartSeconds}
-	if len(r.Builds) == 0 {
+	if i >= len(r.Builds) {
 		return p
 	}
-	b := r.Builds[0]
+	b := r.Builds[i]
 	p.Cycles, p.Stranded, p.CyclesPerSecond = b.Cycles, b.Stranded, b.CyclesPerSecond
 	p.WorkloadStartSeconds = b.WorkloadStartSeconds
 	p.CPUSecondsPerCycle, p.CPUSecondsTotalPerCycle, p.HarnessCPUShare = b.CPUSecondsPerCycle, b.CPUSecondsTotalPerCycle, b.HarnessCPUShare
@@ -333,8 +399,12 @@ func writeBench(b Bench, dir string) (string, error) {
 	if err := os.WriteFile(path, append(data, '\n'), 0o644); err != nil {
 		return "", err
 	}
-	md := fmt.Sprintf("# strandlab bench %s\n\n- command: `%s`\n- commit: %s\n- provider: %s\n- machine: %d CPUs, %s/%s\n\n%s%s",
-		b.RunID, b.Command, orDash(b.Commit), orDash(b.Provider), b.Machine.CPUs, b.Machine.OS, b.Machine.Arch, BenchTable(b), verdictSection(b))
+	machine := "the reports' (bench --reports ran nothing)"
+	if b.Machine.CPUs > 0 {
+		machine = fmt.Sprintf("%d CPUs, %s/%s", b.Machine.CPUs, b.Machine.OS, b.Machine.Arch)
+	}
+	md := fmt.Sprintf("# strandlab bench %s\n\n- command: `%s`\n- commit: %s\n- provider: %s\n- machine: %s\n\n%s%s",
+		b.RunID, b.Command, orDash(b.Commit), orDash(b.Provider), machine, BenchTable(b), verdictSection(b))
 	return path, os.WriteFile(filepath.Join(dir, "bench.md"), []byte(md), 0o644)
 }
 

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/strandlab/strandlab/internal/report"
+	"github.com/strandlab/strandlab/internal/report/render"
 	"github.com/strandlab/strandlab/internal/usage"
 )
 
@@ -132,6 +133,48 @@ func TestWriteBench(t *testing.T) {
 	}
 }
 
+// TestBenchReports: --reports tables reports already written, a column per
+// report and build, runs nothing, and refuses the run's flags and a report
+// with no build before writing anything.
+func TestBenchReports(t *testing.T) {
+	in, out := t.TempDir(), t.TempDir()
+	kindRun := benchReport("mirror-safety", true, true)
+	kindRun.Provider = "kind"
+	fix := kindRun.Builds[0]
+	fix.Name, fix.CyclesPerSecond = "fix", 0.06
+	kindRun.Builds = append(kindRun.Builds, fix)
+	localRun := benchReport("control", true, true)
+	localRun.Provider = "local"
+	empty := &report.Report{Scenario: "control", Provider: "kind", Interrupted: true}
+	for name, r := range map[string]*report.Report{"kind": kindRun, "local": localRun, "empty": empty} {
+		if err := render.Write(r, filepath.Join(in, name), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout strings.Builder
+	if err := benchReports([]string{filepath.Join(in, "kind"), filepath.Join(in, "local", "report.json")}, benchOptions{output: out, command: "strandlab bench --reports ..."}, &stdout); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	md, err := os.ReadFile(filepath.Join(filepath.Dir(lines[len(lines)-1]), "bench.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"- provider: kind, local", "| | mirror-safety (stock, kind) | mirror-safety (fix, kind) | control (stock, local) |",
+		"| cycles/s | 8.00 | 0.06 | 8.00 |", "- machine: the reports'"} {
+		if !strings.Contains(string(md), w) {
+			t.Errorf("bench.md lacks %q:\n%s", w, md)
+		}
+	}
+	before, _ := os.ReadDir(filepath.Join(out, "bench"))
+	if err := benchReports([]string{filepath.Join(in, "kind"), filepath.Join(in, "empty")}, benchOptions{output: out}, io.Discard); err == nil || !strings.Contains(err.Error(), "has no build") {
+		t.Errorf("a report without builds: error %v", err)
+	}
+	if after, _ := os.ReadDir(filepath.Join(out, "bench")); len(after) != len(before) {
+		t.Errorf("a refused --reports wrote %d bench directories, want none", len(after)-len(before))
+	}
+}
+
 // TestBenchFlags: a bad --cycles, --provider, --time-to-verdict or
 // --verdict-scenario is refused, naming the flag or file, before anything
 // runs.
@@ -149,6 +192,9 @@ func TestBenchFlags(t *testing.T) {
 		// A profile is refused before any cluster starts, cost profiles
 		// or not.
 		{[]string{"--scenario", "", "--time-to-verdict", "1", "--verdict-scenario", "scenarios/no-such.yaml"}, "no-such.yaml"},
+		{[]string{"--reports", "r1", "--cycles", "5"}, "--cycles: does not apply to --reports"},
+		{[]string{"--reports", "r1", "--provider", "kind"}, "--provider: does not apply to --reports"},
+		{[]string{"--reports", "no-such-report"}, "--reports: "},
 	} {
 		cmd := benchCommand()
 		cmd.SetArgs(tc.args)
