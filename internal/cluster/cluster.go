@@ -211,6 +211,10 @@ func (c Capabilities) CheckSpec(spec Spec) error {
 				refuse(field, fmt.Sprintf("%d fault rule(s); each %s", len(spec.Proxy.Rules), why))
 				continue
 			}
+			if field == "proxy.apiErrors" {
+				refuse(field, fmt.Sprintf("%d error rule(s); each %s", len(spec.Proxy.APIErrors), why))
+				continue
+			}
 			refuse(field, why)
 		}
 	}
@@ -257,6 +261,9 @@ func proxyFields(p *fault.Profile) []string {
 	var fields []string
 	if len(p.Rules) > 0 {
 		fields = append(fields, "proxy.rules")
+	}
+	if len(p.APIErrors) > 0 {
+		fields = append(fields, "proxy.apiErrors")
 	}
 	for _, f := range []struct {
 		field string

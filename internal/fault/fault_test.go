@@ -130,3 +130,24 @@ func TestProfileJSON(t *testing.T) {
 		t.Errorf("a number as a duration: err = %v", err)
 	}
 }
+
+func TestAPIErrorValid(t *testing.T) {
+	for _, e := range []APIError{
+		{Resource: "nodes", Subresource: "status", Verbs: []string{"PATCH"}, Status: 500, Nth: 1},
+		{Resource: "volumeattachments", Verbs: []string{"DELETE", "UPDATE"}, Status: 409, Fraction: 0.1},
+		{Resource: "nodes", Status: 504, Fraction: 1, Hold: Delay{Fixed: D(time.Minute)}},
+		{Resource: "pods", Status: 429, Nth: 3},
+	} {
+		if err := e.Validate(); err != nil {
+			t.Errorf("%+v: %v", e, err)
+		}
+		p := Profile{APIErrors: []APIError{e}}
+		if err := p.Validate(); err != nil {
+			t.Errorf("profile with %+v: %v", e, err)
+		}
+	}
+	bad := Profile{APIErrors: []APIError{{Resource: "nodes", Status: 500, Nth: 1}, {Resource: "nodes", Status: 200, Nth: 1}}}
+	if err := bad.Validate(); err == nil || !strings.HasPrefix(err.Error(), "apiErrors[1].status:") {
+		t.Errorf("second rule's status 200: %v, want apiErrors[1].status", err)
+	}
+}

@@ -9,6 +9,9 @@ const (
 	// JournalRequest: a write the controller sent for a node's status or a
 	// VolumeAttachment.
 	JournalRequest = "request"
+	// JournalAPIError: a request the proxy answered with an error itself
+	// (an APIError rule); Code is the status it answered.
+	JournalAPIError = "api_error"
 )
 
 // JournalEntry is one thing the proxy saw that a stranding's timeline
@@ -17,7 +20,7 @@ const (
 // `{}` shows).
 type JournalEntry struct {
 	Time time.Time `json:"time"`
-	// Kind: JournalEventDelayed or JournalRequest.
+	// Kind: JournalEventDelayed, JournalRequest or JournalAPIError.
 	Kind     string `json:"kind"`
 	Resource string `json:"resource"`
 	// Name is the object's name when known (node or VolumeAttachment).
@@ -38,6 +41,8 @@ type Counters struct {
 	EventsDelayed int64            `json:"events_delayed"`
 	MaxQueueDepth int64            `json:"max_queue_depth"`
 	Undecodable   int64            `json:"undecodable_events"`
+	// APIErrors counts the requests the proxy answered with an error itself.
+	APIErrors int64 `json:"api_errors,omitempty"`
 	// WatchLag is, per watched resource, how long the proxy's watch events
 	// waited after they were due (their arrival plus any delay a rule drew)
 	// until the controller's connection took them: the controller not

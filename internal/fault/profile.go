@@ -3,7 +3,8 @@ package fault
 import "fmt"
 
 // Profile is the throttling proxy's fault profile: which watch events reach
-// kube-controller-manager late, and how its requests are slowed.
+// kube-controller-manager late, how its requests are slowed, and which of
+// them fail.
 type Profile struct {
 	// Rules delay watch events; the first matching rule applies.
 	Rules []Rule `json:"rules,omitempty"`
@@ -17,6 +18,9 @@ type Profile struct {
 	// QueueLimit bounds the events held per watch (default 10000); a full
 	// queue stops reading from the API server.
 	QueueLimit int `json:"queueLimit,omitempty"`
+	// APIErrors answer matching requests with an error instead of
+	// forwarding them; the first matching rule applies.
+	APIErrors []APIError `json:"apiErrors,omitempty"`
 }
 
 // Rule selects watch events and delays them.
@@ -78,6 +82,11 @@ func (p *Profile) Validate() error {
 	}
 	if err := p.RequestLatency.Validate(); err != nil {
 		return fmt.Errorf("requestLatency.%w", err)
+	}
+	for i, e := range p.APIErrors {
+		if err := e.Validate(); err != nil {
+			return fmt.Errorf("apiErrors[%d].%w", i, err)
+		}
 	}
 	switch {
 	case p.QPS < 0:

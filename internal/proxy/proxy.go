@@ -42,6 +42,7 @@ const samplerStream = 0x70726f78
 // Proxy is the throttling proxy.
 type Proxy struct {
 	profile    fault.Profile
+	errors     *apiErrors
 	queueLimit int
 	sampler    *fault.Sampler
 	limiter    *rate.Limiter
@@ -65,7 +66,8 @@ func New(cfg Config) (*Proxy, error) {
 		return nil, err
 	}
 	p := &Proxy{profile: cfg.Profile, queueLimit: cfg.Profile.QueueLimit, sampler: fault.NewSampler(cfg.Profile.Seed, samplerStream),
-		metrics: newMetrics(), identityCN: leaf.Subject.CommonName}
+		metrics: newMetrics(), identityCN: leaf.Subject.CommonName,
+		errors: newAPIErrors(cfg.Profile.APIErrors, cfg.Profile.Seed)}
 	if p.queueLimit == 0 {
 		p.queueLimit = 10000
 	}
@@ -107,7 +109,7 @@ func (p *Proxy) reverseProxy(cfg Config, tlsConfig *tls.Config) *httputil.Revers
 }
 
 // ServeHTTP checks the caller, applies throttling and latency, counts the
-// request and forwards it.
+// request and forwards it, or answers it with an injected error.
 func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	// A request with a bearer token (a controller's service account: the
 	// controller manager builds those clients without its certificate) goes
@@ -135,6 +137,18 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			t.Stop()
 			return
 		}
+	}
+	if rule, fail := p.errors.decide(info); fail {
+		entry := fault.JournalEntry{Time: time.Now(), Kind: fault.JournalAPIError, Resource: info.key()[len(info.verb)+1:], Name: info.name, Verb: info.verb, Code: rule.Status}
+		if journaled(info) {
+			entry.Body = readBody(r)
+		}
+		// Journaled and counted before the answer: the request never reaches
+		// the API server, whatever happens to the answer.
+		p.journal.add(entry)
+		p.metrics.failed(info.key(), rule.Status)
+		writeAPIError(w, r, rule, p.errors.sampler)
+		return
 	}
 	var entry *fault.JournalEntry
 	if journaled(info) {
@@ -282,6 +296,7 @@ type metrics struct {
 	delayedN int64
 	maxDepth int64
 	badN     int64
+	errorsN  int64
 	// lag counts each watched resource's frames by watchLagBounds bucket.
 	lag  map[string][]uint64
 	prom *promMetrics
@@ -305,6 +320,14 @@ func (m *metrics) started(key string) {
 func (m *metrics) finished(key string, code int) {
 	verb, resource, _ := strings.Cut(key, " ")
 	m.prom.requests.WithLabelValues(verb, resource, fmt.Sprint(code)).Inc()
+}
+
+// failed counts a request the proxy answered with an injected error.
+func (m *metrics) failed(key string, code int) {
+	m.mu.Lock()
+	m.errorsN++
+	m.mu.Unlock()
+	m.finished(key, code)
 }
 
 func (m *metrics) delayed(resource, eventType string, d time.Duration) {
@@ -345,7 +368,7 @@ func (m *metrics) undecodable() {
 func (m *metrics) counters() fault.Counters {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	c := fault.Counters{Requests: map[string]int64{}, EventsDelayed: m.delayedN, MaxQueueDepth: m.maxDepth, Undecodable: m.badN}
+	c := fault.Counters{Requests: map[string]int64{}, EventsDelayed: m.delayedN, MaxQueueDepth: m.maxDepth, Undecodable: m.badN, APIErrors: m.errorsN}
 	keys := make([]string, 0, len(m.requests))
 	for k := range m.requests {
 		keys = append(keys, k)

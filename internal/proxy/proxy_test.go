@@ -7,6 +7,7 @@ import (
 	"crypto/x509"
 	"encoding/binary"
 	"encoding/json"
+	"encoding/pem"
 	"fmt"
 	"io"
 	"net"
@@ -30,6 +31,7 @@ import (
 // certs are a CA and the identities of one proxy test.
 type certs struct {
 	pool                 *x509.CertPool
+	caPEM                []byte
 	server, kcm, someone tls.Certificate
 }
 
@@ -52,6 +54,7 @@ func newCerts(t testing.TB) certs {
 	var out certs
 	out.pool = x509.NewCertPool()
 	out.pool.AddCert(ca.Cert)
+	out.caPEM = pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: ca.Cert.Raw})
 	out.server = load(ca.ServingCert(dir, "server", []string{"localhost"}, []net.IP{net.ParseIP("127.0.0.1")}))
 	out.kcm = load(ca.ClientCert(dir, "kcm", pki.Identity{CommonName: "system:kube-controller-manager"}))
 	out.someone = load(ca.ClientCert(dir, "someone", pki.Identity{CommonName: "someone-else"}))
@@ -82,6 +85,7 @@ func newUpstream(t testing.TB, c certs, contentType string) *upstream {
 		u.encodings = append(u.encodings, r.Header.Get("Accept-Encoding"))
 		u.mu.Unlock()
 		if r.URL.Query().Get("watch") != "true" {
+			w.Header().Set("Content-Type", "application/json")
 			_, _ = w.Write([]byte("{}"))
 			return
 		}

@@ -577,6 +577,7 @@ func (p *buildPool) add(x Build, runID string) {
 		}
 	}
 	b.Proxy.EventsDelayed += x.Proxy.EventsDelayed
+	b.Proxy.APIErrors += x.Proxy.APIErrors
 	b.Proxy.MaxQueueDepth = max(b.Proxy.MaxQueueDepth, x.Proxy.MaxQueueDepth)
 	if len(x.Proxy.WatchLag) > 0 {
 		if sum, err := runtimeops.Add(p.watchLag, watchLagHistograms(x.Proxy)); err != nil {

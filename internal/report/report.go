@@ -268,6 +268,9 @@ type Percentiles struct {
 type ProxyStats struct {
 	EventsDelayed int64 `json:"events_delayed"`
 	MaxQueueDepth int64 `json:"max_queue_depth"`
+	// APIErrors is how many requests the proxy answered with an injected
+	// error (proxy.apiErrors), since it started, as EventsDelayed.
+	APIErrors int64 `json:"api_errors,omitempty"`
 	// WatchLag is, per watched resource, how long the controller's watch
 	// events waited at the proxy during the churn, after they were due,
 	// for the controller to read them (fault.Counters.WatchLag): the lag
@@ -500,7 +503,7 @@ func AddProxyCounters(b *Build, before, after fault.Counters) {
 			}
 		}
 	}
-	b.Proxy = ProxyStats{EventsDelayed: after.EventsDelayed, MaxQueueDepth: after.MaxQueueDepth}
+	b.Proxy = ProxyStats{EventsDelayed: after.EventsDelayed, MaxQueueDepth: after.MaxQueueDepth, APIErrors: after.APIErrors}
 	setWatchLag(&b.Proxy, runtimeops.Sub(lagHistograms(after), lagHistograms(before)))
 }
 

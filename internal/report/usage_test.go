@@ -195,7 +195,7 @@ func TestAddProxyCounters(t *testing.T) {
 	}
 	before := fault.Counters{Requests: map[string]int64{"PATCH nodes/status": 10}, WatchLag: map[string]fault.Histogram{
 		"nodes": h(5, 0, 0, 0), "pods": h(3, 0, 0, 0)}}
-	after := fault.Counters{Requests: map[string]int64{"PATCH nodes/status": 30}, EventsDelayed: 4, MaxQueueDepth: 2,
+	after := fault.Counters{Requests: map[string]int64{"PATCH nodes/status": 30}, EventsDelayed: 4, MaxQueueDepth: 2, APIErrors: 3,
 		WatchLag: map[string]fault.Histogram{"nodes": h(5, 0, 8, 2), "pods": h(3, 0, 0, 0)}}
 	b := report.Build{Cycles: 10, APIRequestsPerCycle: map[string]float64{}}
 	report.AddProxyCounters(&b, before, after)
@@ -207,6 +207,7 @@ func TestAddProxyCounters(t *testing.T) {
 	}{
 		{"requests per cycle during the churn", b.APIRequestsPerCycle["PATCH nodes/status"], 2.0},
 		{"events delayed", b.Proxy.EventsDelayed, int64(4)},
+		{"api errors injected", b.Proxy.APIErrors, int64(3)},
 		{"nodes' lag is the churn's events", fmt.Sprint(ok, nodes.Events, nodes.Histogram.Counts), "true 10 [0 0 8 2]"},
 		{"p50 inside the 10–100 ms bucket", nodes.P50MS > 10 && nodes.P50MS <= 100, true},
 		{"p99 beyond the last bound reads as the last bound", nodes.P99MS, 100.0},

@@ -176,6 +176,9 @@ type Proxy struct {
 	QPS            float64      `json:"qps,omitempty"`
 	Burst          int          `json:"burst,omitempty"`
 	QueueLimit     int          `json:"queueLimit,omitempty"`
+	// APIErrors answer matching controller requests with an error status
+	// instead of forwarding them (docs/scenarios.md, apiErrors).
+	APIErrors []fault.APIError `json:"apiErrors,omitempty"`
 }
 
 // Churn is how pods are deleted and recreated.
@@ -578,7 +581,7 @@ func (s *Scenario) validateScheduling(statefulSets map[string]bool) error {
 
 // Profile is the proxy's profile for this scenario, seeded with seed.
 func (p *Proxy) Profile(seed int64) fault.Profile {
-	return fault.Profile{Rules: p.Rules, RequestLatency: p.RequestLatency, QPS: p.QPS, Burst: p.Burst, QueueLimit: p.QueueLimit, Seed: uint64(seed)}
+	return fault.Profile{Rules: p.Rules, RequestLatency: p.RequestLatency, QPS: p.QPS, Burst: p.Burst, QueueLimit: p.QueueLimit, APIErrors: p.APIErrors, Seed: uint64(seed)}
 }
 
 // Outcome is what a build measured, as a band checks it.

@@ -100,7 +100,8 @@ func (f Focus) concerns(e Entry) bool {
 
 // FromProxy turns the proxy's journal into entries: a held watch event
 // becomes two (held, then delivered to the controller), a controller write
-// one, with its body, so that an empty status patch reads `{}`. A held node
+// one, with its body, so that an empty status patch reads `{}`, and a
+// request the proxy failed itself one, saying so. A held node
 // event whose volumesAttached is the same as the node's previous held
 // event's (a heartbeat) is left out: it changes nothing a timeline shows.
 func FromProxy(journal []fault.JournalEntry) []Entry {
@@ -123,12 +124,15 @@ func FromProxy(journal []fault.JournalEntry) []Entry {
 			out = append(out,
 				Entry{Time: j.Time, Source: Proxy, Node: j.Name, Event: fmt.Sprintf("watch %s held back from kube-controller-manager for %v", what, held)},
 				Entry{Time: j.Release, Source: Proxy, Node: j.Name, Event: fmt.Sprintf("watch %s delivered to kube-controller-manager", what)})
-		case fault.JournalRequest:
+		case fault.JournalRequest, fault.JournalAPIError:
 			e := Entry{Time: j.Time, Source: Proxy, Event: fmt.Sprintf("kube-controller-manager %s %s", j.Verb, objectPath(j.Resource, j.Name))}
 			if j.Body != "" {
 				e.Event += " " + j.Body
 			}
 			e.Event += fmt.Sprintf(" -> %d", j.Code)
+			if j.Kind == fault.JournalAPIError {
+				e.Event += " injected by the proxy (apiErrors), never reached the API server"
+			}
 			if j.Resource == "volumeattachments" {
 				e.Attachment = j.Name
 			} else {

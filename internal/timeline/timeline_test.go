@@ -168,6 +168,7 @@ func TestFromProxyShowsTheEmptyPatch(t *testing.T) {
 		{Time: t0, Kind: "event_delayed", Resource: "nodes", Name: "node-1", Verb: "MODIFIED", Release: t0.Add(3 * time.Second), Body: "[]"},
 		{Time: t0.Add(time.Second), Kind: "request", Resource: "nodes/status", Name: "node-1", Verb: "PATCH", Body: "{}", Code: 200},
 		{Time: t0.Add(time.Second), Kind: "request", Resource: "volumeattachments", Name: "csi-1", Verb: "DELETE", Code: 200},
+		{Time: t0.Add(time.Second), Kind: "api_error", Resource: "nodes/status", Name: "node-1", Verb: "PATCH", Body: `{"status":{}}`, Code: 500},
 	}
 	// A heartbeat held behind it, with the same list, adds nothing.
 	journal = append(journal, fault.JournalEntry{Time: t0.Add(2 * time.Second), Kind: "event_delayed", Resource: "nodes", Name: "node-1", Verb: "MODIFIED", Release: t0.Add(5 * time.Second), Body: "[]"})
@@ -177,6 +178,7 @@ func TestFromProxyShowsTheEmptyPatch(t *testing.T) {
 		"watch MODIFIED event for node-1 (status.volumesAttached []) delivered to kube-controller-manager",
 		"kube-controller-manager PATCH nodes/node-1/status {} -> 200",
 		"kube-controller-manager DELETE volumeattachments/csi-1 -> 200",
+		`kube-controller-manager PATCH nodes/node-1/status {"status":{}} -> 500 injected by the proxy (apiErrors), never reached the API server`,
 	}
 	if len(got) != len(want) {
 		t.Fatalf("got %d entries %q, want %d", len(got), events(got), len(want))
@@ -186,7 +188,7 @@ func TestFromProxyShowsTheEmptyPatch(t *testing.T) {
 			t.Errorf("entry %d = %q, want %q", i, got[i].Event, want[i])
 		}
 	}
-	if !got[1].Time.Equal(t0.Add(3*time.Second)) || got[3].Attachment != "csi-1" || got[2].Node != "node-1" {
+	if !got[1].Time.Equal(t0.Add(3*time.Second)) || got[3].Attachment != "csi-1" || got[2].Node != "node-1" || got[4].Node != "node-1" {
 		t.Errorf("times or subjects wrong: %+v", got)
 	}
 }

@@ -34,6 +34,9 @@ func TestCheckSpec(t *testing.T) {
 		{name: "keep", change: func(s *cluster.Spec) { s.Keep = true }},
 		{name: "proxy rules", change: func(s *cluster.Spec) { s.Proxy = &fault.Profile{Rules: []fault.Rule{rule}} },
 			want: []string{"proxy.rules: 1 fault rule(s)"}},
+		{name: "proxy api errors", change: func(s *cluster.Spec) {
+			s.Proxy = &fault.Profile{APIErrors: []fault.APIError{{Resource: "nodes", Subresource: "status", Status: 500, Nth: 1}}}
+		}, want: []string{"proxy.apiErrors: 1 error rule(s)"}},
 		{name: "proxy request latency", change: func(s *cluster.Spec) {
 			s.Proxy = &fault.Profile{RequestLatency: fault.Delay{Fixed: fault.D(time.Millisecond)}}
 		}, want: []string{"proxy.requestLatency:"}},
