@@ -33,7 +33,11 @@ var s suite.Suite
 
 func TestMain(m *testing.M) {
 	os.Exit(suite.Run(m, "e2e-proxy", cluster.Spec{Nodes: 1, NodeStatusUpdateFrequency: time.Second,
-		Proxy: &fault.Profile{Rules: []fault.Rule{{Resource: "nodes", Delay: fault.Delay{Fixed: fault.D(hold)}}}}}, &s))
+		Proxy: &fault.Profile{Rules: []fault.Rule{{Resource: "nodes", Delay: fault.Delay{Fixed: fault.D(hold)}}},
+			// A request the controller manager never makes (it PATCHes node
+			// status and reads nodes, not their status subresource), so
+			// only this suite's own probe meets it.
+			APIErrors: []fault.APIError{{Resource: "nodes", Subresource: "status", Verbs: []string{"GET"}, Status: 503, Fraction: 1}}}}, &s))
 }
 
 // viaProxy is a client with the controller manager's own kubeconfig, the
@@ -117,6 +121,38 @@ func TestProxy(t *testing.T) {
 			// account, through the proxy) must create the default account.
 			if err := workload.CreateNamespace(step, suite.Clientset(t, cfg), "via-proxy"); err != nil {
 				t.Fatal(err)
+			}
+			return ctx
+		}).
+		Assess("an apiErrors rule answers the controller's matching request with its status", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			step, cancel := context.WithTimeout(ctx, stepTimeout)
+			defer cancel()
+			start := time.Now()
+			_, err := viaProxy(t).CoreV1().RESTClient().Get().Resource("nodes").Name("node-1").SubResource("status").Do(step).Get()
+			if !apierrors.IsServiceUnavailable(err) {
+				t.Fatalf("GET nodes/node-1/status through the proxy: %v, want the rule's 503 ServiceUnavailable", err)
+			}
+			if _, err := suite.Clientset(t, cfg).CoreV1().RESTClient().Get().Resource("nodes").Name("node-1").SubResource("status").Do(step).Get(); err != nil {
+				t.Fatalf("GET nodes/node-1/status directly: %v", err)
+			}
+			instruments := cluster.InstrumentsOf(s.Provider.Cluster()).Proxy
+			journal, err := instruments.ProxyJournal(step, start)
+			if err != nil {
+				t.Fatal(err)
+			}
+			found := false
+			for _, e := range journal {
+				found = found || e.Kind == fault.JournalAPIError && e.Resource == "nodes/status" && e.Name == "node-1" && e.Verb == "GET" && e.Code == 503
+			}
+			if !found {
+				t.Errorf("the proxy's journal since the probe has no api_error for GET nodes/status node-1 503: %+v", journal)
+			}
+			counters, err := instruments.ProxyCounters(step)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if counters.APIErrors == 0 {
+				t.Errorf("counters %+v: no api error counted", counters)
 			}
 			return ctx
 		}).
