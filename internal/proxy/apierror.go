@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync"
-	"time"
 
 	"github.com/strandlab/strandlab/internal/fault"
 )
@@ -59,14 +58,8 @@ var statusReason = map[int]string{
 // Retry-After on a 429, as its max-in-flight and priority-and-fairness
 // filters send it.
 func writeAPIError(w http.ResponseWriter, r *http.Request, rule fault.APIError, sampler *fault.Sampler) {
-	if d := sampler.Draw(rule.Hold); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
+	if !sleep(r.Context(), sampler.Draw(rule.Hold)) {
+		return
 	}
 	body, _ := json.Marshal(map[string]any{
 		"kind": "Status", "apiVersion": "v1", "metadata": map[string]any{},

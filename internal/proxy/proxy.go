@@ -129,14 +129,8 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	if d := p.sampler.Draw(p.profile.RequestLatency); d > 0 {
-		t := time.NewTimer(d)
-		select {
-		case <-t.C:
-		case <-r.Context().Done():
-			t.Stop()
-			return
-		}
+	if !sleep(r.Context(), p.sampler.Draw(p.profile.RequestLatency)) {
+		return
 	}
 	if rule, fail := p.errors.decide(info); fail {
 		entry := fault.JournalEntry{Time: time.Now(), Kind: fault.JournalAPIError, Resource: info.key()[len(info.verb)+1:], Name: info.name, Verb: info.verb, Code: rule.Status}
@@ -165,6 +159,22 @@ func (p *Proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if entry != nil {
 		entry.Code = rw.code
 		p.journal.add(*entry)
+	}
+}
+
+// sleep waits d, or less if ctx ends first; it reports whether the wait
+// ran its course.
+func sleep(ctx context.Context, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-ctx.Done():
+		return false
 	}
 }
 
