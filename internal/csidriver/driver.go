@@ -17,6 +17,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/status"
 	"k8s.io/klog/v2"
+
+	"github.com/strandlab/strandlab/internal/fault"
 )
 
 const (
@@ -99,6 +101,11 @@ type Config struct {
 	// (the driver's container may mount it elsewhere); it must be absolute.
 	// Empty means the path of Run's endpoint.
 	KubeletRegistrationPath string
+	// CSIErrors fail or slow the matching calls (a scenario's csiErrors),
+	// drawn with FaultSeed; each affected call is journaled under
+	// <StateDir>/faults/ (ReadFaultJournal).
+	CSIErrors []fault.CSIError
+	FaultSeed uint64
 }
 
 // Driver is one instance of the CSI driver: a controller, a node, or both.
@@ -109,6 +116,7 @@ type Driver struct {
 	identity   *identityServer
 	controller *controllerServer
 	node       *nodeServer
+	faults     *injector // nil without CSIErrors
 }
 
 // namePattern is the driver name rule that CSI sanity (and Kubernetes' CSIDriver
@@ -179,6 +187,15 @@ func NewDriver(cfg Config) (*Driver, error) {
 		}
 	}
 	d := &Driver{cfg: cfg, store: st}
+	if len(cfg.CSIErrors) > 0 {
+		journal := faultJournalPath(dir, cfg.Mode, cfg.NodeID)
+		if err := os.MkdirAll(filepath.Dir(journal), 0o755); err != nil {
+			return nil, fmt.Errorf("fault journal: %w", err)
+		}
+		if d.faults, err = newInjector(cfg.CSIErrors, cfg.FaultSeed, st, cfg.NodeID, journal); err != nil {
+			return nil, err
+		}
+	}
 	d.identity = &identityServer{d: d}
 	d.controller = &controllerServer{d: d}
 	d.node = &nodeServer{d: d}
@@ -328,7 +345,13 @@ func socketPath(endpoint string) (string, error) {
 // Serve serves the driver's services on lis until ctx is done or serving
 // fails. It closes lis.
 func (d *Driver) Serve(ctx context.Context, lis net.Listener) error {
-	srv := grpc.NewServer(grpc.UnaryInterceptor(logCalls))
+	interceptors := []grpc.UnaryServerInterceptor{logCalls}
+	if d.faults != nil {
+		// After logCalls, so that the log shows the injected error as the
+		// caller sees it.
+		interceptors = append(interceptors, d.faults.intercept)
+	}
+	srv := grpc.NewServer(grpc.ChainUnaryInterceptor(interceptors...))
 	csi.RegisterIdentityServer(srv, d.identity)
 	if d.cfg.Mode.controller() {
 		csi.RegisterControllerServer(srv, d.controller)

@@ -12,6 +12,11 @@ const (
 	// JournalAPIError: a request the proxy answered with an error itself
 	// (an APIError rule); Code is the status it answered.
 	JournalAPIError = "api_error"
+	// JournalCSIError: a CSI call strandlab's driver failed or slowed (a
+	// CSIError rule); Verb is the CSI method, Name the volume's PV, Node
+	// the call's node, Code the gRPC code (0: slowed only), Body the rule,
+	// the volume's handle and the latency.
+	JournalCSIError = "csi_error"
 )
 
 // JournalEntry is one thing the proxy saw that a stranding's timeline
@@ -20,7 +25,8 @@ const (
 // `{}` shows).
 type JournalEntry struct {
 	Time time.Time `json:"time"`
-	// Kind: JournalEventDelayed, JournalRequest or JournalAPIError.
+	// Kind: JournalEventDelayed, JournalRequest, JournalAPIError or
+	// JournalCSIError.
 	Kind     string `json:"kind"`
 	Resource string `json:"resource"`
 	// Name is the object's name when known (node or VolumeAttachment).
@@ -33,6 +39,8 @@ type JournalEntry struct {
 	// status.volumesAttached as a JSON list.
 	Body string `json:"body,omitempty"`
 	Code int    `json:"code,omitempty"`
+	// Node is the node of a CSI call (csi_error).
+	Node string `json:"node,omitempty"`
 }
 
 // Counters are the proxy's totals since it started.

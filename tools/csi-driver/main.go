@@ -15,6 +15,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/strandlab/strandlab/internal/csidriver"
+	"github.com/strandlab/strandlab/internal/fault"
 )
 
 func main() {
@@ -62,6 +64,9 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		"kubelet plugin registration directory, e.g. /var/lib/kubelet/plugins_registry: serve <drivername>-reg.sock there so the kubelet registers the driver; empty: no registration; node and both mode")
 	kubeletPath := fs.String("kubelet-registration-path", "",
 		"absolute path of the CSI socket as the kubelet sees it, told to the kubelet at registration (default: the path of --endpoint); needs --registration-dir")
+	csiErrorsFlag := fs.String("csi-errors", "",
+		"JSON list of fault rules (a scenario's csiErrors, docs/scenarios.md): fail or slow the matching CSI calls; each affected call is journaled in <state-dir>/faults/")
+	faultSeed := fs.Uint64("fault-seed", 0, "seed of the --csi-errors draws (the scenario's seed)")
 	klog.InitFlags(fs)
 	// A bad flag gets the error and a one-line synopsis; the full flag list
 	// (mostly klog's) only on -h, where it does not bury the error.
@@ -125,9 +130,22 @@ func run(ctx context.Context, args []string, stderr io.Writer) error {
 		}
 	}
 
+	var csiErrors []fault.CSIError
+	if *csiErrorsFlag != "" {
+		dec := json.NewDecoder(strings.NewReader(*csiErrorsFlag))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&csiErrors); err != nil {
+			return usageErr("--csi-errors: %v", err)
+		}
+		if err := fault.ValidateCSIErrors(csiErrors); err != nil {
+			return usageErr("--csi-errors: %v", err)
+		}
+	}
+
 	d, err := csidriver.NewDriver(csidriver.Config{
 		Name: *name, NodeID: *nodeID, StateDir: *stateDir, Mode: mode, PublishMode: publishMode,
 		RegistrationDir: *regDir, KubeletRegistrationPath: *kubeletPath,
+		CSIErrors: csiErrors, FaultSeed: *faultSeed,
 	})
 	if err != nil {
 		return err

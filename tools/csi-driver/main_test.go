@@ -47,6 +47,9 @@ func TestFlagErrors(t *testing.T) {
 		{"no node ID in both mode", []string{"--state-dir", state}, "--nodeid is required in both mode"},
 		{"positional argument", []string{"--state-dir", state, "--nodeid", "n1", "extra"}, "unexpected arguments"},
 		{"bad verbosity", []string{"-v", "x"}, `invalid value "x" for flag -v`},
+		{"csi-errors not JSON", []string{"--state-dir", state, "--nodeid", "n1", "--csi-errors", "call: NodeStageVolume"}, "--csi-errors: invalid character"},
+		{"csi-errors unknown field", []string{"--state-dir", state, "--nodeid", "n1", "--csi-errors", `[{"call":"NodeStageVolume","code":"INTERNAL","nth":1,"node":"x"}]`}, `--csi-errors: json: unknown field "node"`},
+		{"csi-errors bad code", []string{"--state-dir", state, "--nodeid", "n1", "--csi-errors", `[{"call":"NodeStageVolume","code":"Internal","nth":1}]`}, `--csi-errors: csiErrors[0].code: "Internal" is not one of`},
 		{"bad publish mode", []string{"--state-dir", state, "--nodeid", "n1", "--publish-mode", "copy"}, `--publish-mode: invalid publish mode "copy"`},
 		{"node flags in controller mode", []string{"--mode", "controller", "--state-dir", state, "--publish-mode", "symlink", "--registration-dir", state},
 			"--publish-mode, --registration-dir: only in node or both mode"},
@@ -74,7 +77,7 @@ func TestHelp(t *testing.T) {
 	if err := run(context.Background(), []string{"-h"}, &stderr); !errors.Is(err, flag.ErrHelp) {
 		t.Fatalf("run(-h) = %v", err)
 	}
-	for _, f := range []string{"-endpoint", "-drivername", "-nodeid", "-state-dir", "-mode", "-publish-mode", "-registration-dir", "-kubelet-registration-path", "-v value"} {
+	for _, f := range []string{"-endpoint", "-drivername", "-nodeid", "-state-dir", "-mode", "-publish-mode", "-registration-dir", "-kubelet-registration-path", "-csi-errors", "-fault-seed", "-v value"} {
 		if !strings.Contains(stderr.String(), f) {
 			t.Errorf("help does not list %s:\n%s", f, stderr.String())
 		}
