@@ -3,11 +3,13 @@ package volumes
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -17,7 +19,9 @@ import (
 
 	"github.com/strandlab/strandlab/e2e/suite"
 	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/csidriver"
 	"github.com/strandlab/strandlab/internal/csinames"
+	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/workload"
 	"github.com/strandlab/strandlab/manifests"
 )
@@ -294,3 +298,78 @@ func describe(pod *corev1.Pod) string {
 }
 
 func ptr[T any](v T) *T { return &v }
+
+// A scenario's csiErrors reach the real csi-attacher through strandlab's
+// driver: the claim's attaches fail as many times as the rule says, the
+// VolumeAttachment shows the driver's error, the attacher's retry attaches
+// it, and the journal the report counts holds each failed call.
+func TestCSIFaults(t *testing.T) {
+	f := features.New("csiErrors").
+		Assess("the chosen claim's first attaches fail with the injected error, then its pod runs", func(ctx context.Context, t *testing.T, cfg *envconf.Config) context.Context {
+			c := suite.Clientset(t, cfg)
+			const faultyNS = "vols-faulty"
+			if err := workload.CreateNamespace(ctx, c, faultyNS); err != nil {
+				t.Fatal(err)
+			}
+			// The VolumeAttachment carries the error until the retry that
+			// succeeds clears it: watch for it from before it exists.
+			sawError := make(chan string, 1)
+			vaWatch, err := c.StorageV1().VolumeAttachments().Watch(ctx, metav1.ListOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer vaWatch.Stop()
+			go func() {
+				for ev := range vaWatch.ResultChan() {
+					va, ok := ev.Object.(*storagev1.VolumeAttachment)
+					if ok && va.Status.AttachError != nil && strings.Contains(va.Status.AttachError.Message, csidriver.InjectedMessage) {
+						select {
+						case sawError <- va.Status.AttachError.Message:
+						default:
+						}
+					}
+				}
+			}()
+			if err := workload.Create(ctx, c, workload.StatefulSet{Namespace: faultyNS, Name: "faulty", Replicas: 1, VolumesPerPod: 1, StorageClass: manifests.StorageClassName}); err != nil {
+				t.Fatal(err)
+			}
+			pods, err := workload.WatchPods(ctx, c, faultyNS)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+			defer cancel()
+			if err := pods.WaitFor(wctx, func(p *workload.Pods) bool { return workload.IsRunning(p.Get("faulty-0")) }); err != nil {
+				t.Fatalf("faulty-0 not Running after its failed attaches: %v", err)
+			}
+			select {
+			case msg := <-sawError:
+				t.Logf("attachError: %s", msg)
+			case <-time.After(10 * time.Second):
+				// The error came before the pod ran; this only bounds the
+				// watch goroutine's lag behind it.
+				t.Errorf("no VolumeAttachment showed the driver's injected error (%q)", csidriver.InjectedMessage)
+			}
+			pvc, err := c.CoreV1().PersistentVolumeClaims(faultyNS).Get(ctx, faultyClaim, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			journal, err := cluster.InstrumentsOf(s.Provider.Cluster()).CSIFaults.CSIFaultJournal(ctx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			node := pods.Get("faulty-0").Spec.NodeName
+			n := 0
+			for _, e := range journal {
+				if e.Kind != fault.JournalCSIError || e.Verb != "ControllerPublishVolume" || e.Name != pvc.Spec.VolumeName || e.Node != node {
+					t.Errorf("journal entry %+v: want only failed attaches of %s to %s", e, pvc.Spec.VolumeName, node)
+				}
+				n++
+			}
+			if n != faultyAttaches {
+				t.Errorf("journal has %d failed attaches, want the rule's count, %d", n, faultyAttaches)
+			}
+			return ctx
+		}).Feature()
+	s.Env.Test(t, f)
+}

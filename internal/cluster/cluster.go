@@ -78,6 +78,10 @@ type Spec struct {
 	// (default, "") or CSIUpstream (kind only: upstream's
 	// csi-driver-host-path, whose images come from a registry).
 	CSIDeployment string
+	// CSIErrors make strandlab's CSI driver fail or slow the matching
+	// calls, with draws seeded by Seed; only a provider with
+	// Capabilities.OwnCSIDriver runs that driver.
+	CSIErrors []fault.CSIError
 }
 
 // CSI deployments (Spec.CSIDeployment).
@@ -248,6 +252,11 @@ func (c Capabilities) CheckSpec(spec Spec) error {
 		if spec.CSIDriverName != "" {
 			refuse("cluster.csiDriver", "names strandlab's own CSI driver, which the provider does not install; the volumes come from the cluster's cluster.storageClass")
 		}
+		if len(spec.CSIErrors) > 0 {
+			refuse("csiErrors", fmt.Sprintf("%d fault rule(s) for strandlab's own CSI driver, which the provider does not install; the cluster's driver cannot be told to fail", len(spec.CSIErrors)))
+		}
+	} else if len(spec.CSIErrors) > 0 && spec.CSIDeployment == CSIUpstream {
+		refuse("csiErrors", "only strandlab's own CSI driver can be told to fail; --csi-driver upstream deploys upstream's")
 	}
 	return errors.Join(errs...)
 }
@@ -334,6 +343,10 @@ type Instruments struct {
 	// APIRequests: the API server tells its requests apart by client
 	// (local).
 	APIRequests APIRequestCounter
+	// CSIFaults: strandlab's CSI driver journals the calls it failed or
+	// slowed (Spec.CSIErrors) where the harness can read them (local,
+	// kind).
+	CSIFaults CSIFaultReader
 }
 
 // InstrumentsOf is what c offers; nothing for a cluster that is not
@@ -353,6 +366,13 @@ type ProxyReader interface {
 	// ProxyJournal is what the proxy delayed or saw the controller write
 	// since t (a bounded recent past).
 	ProxyJournal(ctx context.Context, since time.Time) ([]fault.JournalEntry, error)
+}
+
+// CSIFaultReader reads the journal of strandlab's CSI driver: the calls it
+// failed or slowed (fault.JournalCSIError).
+type CSIFaultReader interface {
+	// CSIFaultJournal is every injected CSI fault since the cluster started.
+	CSIFaultJournal(ctx context.Context) ([]fault.JournalEntry, error)
 }
 
 // StateDirCluster is a cluster with local state: a kept cluster is stopped

@@ -31,6 +31,13 @@ func (c Capabilities) CheckScenario(sc *scenario.Scenario) error {
 				errs = append(errs, fmt.Errorf("scheduling.static[%d].node: %q is not a node of the %s provider's cluster (%s to %s)", i, p.Node, provider, nodes[0], nodes[len(nodes)-1]))
 			}
 		}
+		for i, e := range sc.CSIErrors {
+			for j, n := range e.Nodes {
+				if !slices.Contains(nodes, n) {
+					errs = append(errs, fmt.Errorf("csiErrors[%d].nodes[%d]: %q is not a node of the %s provider's cluster (%s to %s)", i, j, n, provider, nodes[0], nodes[len(nodes)-1]))
+				}
+			}
+		}
 	}
 	return errors.Join(errs...)
 }

@@ -36,6 +36,11 @@ func TestCheckScenario(t *testing.T) {
 		{"static pin to a node the local cluster does not have",
 			"cluster: {provider: local, nodes: 3}\nscheduling: {pinning: static, static: [{statefulSet: web, ordinal: 0, node: node-4}]}\n", &local.Provider{},
 			`scheduling.static[0].node: "node-4" is not a node of the local provider's cluster (node-1 to node-3)`},
+		{"CSI fault for a node the local cluster does not have",
+			"cluster: {provider: local, nodes: 3}\ncsiErrors: [{call: ControllerUnpublishVolume, code: INTERNAL, nth: 1, nodes: [node-1, node-9]}]\n", &local.Provider{},
+			`csiErrors[0].nodes[1]: "node-9" is not a node of the local provider's cluster (node-1 to node-3)`},
+		{"CSI fault on kind: its nodes checked once the cluster is up",
+			"cluster: {provider: kind, nodes: 3}\ncsiErrors: [{call: ControllerUnpublishVolume, code: INTERNAL, nth: 1, nodes: [node-9]}]\n", &kind.Provider{}, ""},
 		{"static pin on kind: checked once the cluster is up",
 			"cluster: {provider: kind, nodes: 3}\nscheduling: {pinning: static, static: [{statefulSet: web, ordinal: 0, node: node-4}]}\n", &kind.Provider{}, ""},
 	} {

@@ -578,6 +578,12 @@ func (p *buildPool) add(x Build, runID string) {
 	}
 	b.Proxy.EventsDelayed += x.Proxy.EventsDelayed
 	b.Proxy.APIErrors += x.Proxy.APIErrors
+	for k, n := range x.CSIFaults {
+		if b.CSIFaults == nil {
+			b.CSIFaults = map[string]int64{}
+		}
+		b.CSIFaults[k] += n
+	}
 	b.Proxy.MaxQueueDepth = max(b.Proxy.MaxQueueDepth, x.Proxy.MaxQueueDepth)
 	if len(x.Proxy.WatchLag) > 0 {
 		if sum, err := runtimeops.Add(p.watchLag, watchLagHistograms(x.Proxy)); err != nil {

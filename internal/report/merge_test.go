@@ -82,7 +82,9 @@ func twoRuns() []report.MergeInput {
 		return map[string]report.WatchLag{"nodes": {Events: h.Total(), Histogram: h}}
 	}
 	a.Builds[0].Proxy = report.ProxyStats{EventsDelayed: 10, MaxQueueDepth: 5, APIErrors: 2, WatchLag: lag(90, 10, 0, 0)}
+	a.Builds[0].CSIFaults = map[string]int64{"ControllerUnpublishVolume DEADLINE_EXCEEDED": 2}
 	b.Builds[0].Proxy = report.ProxyStats{EventsDelayed: 7, MaxQueueDepth: 9, APIErrors: 1, WatchLag: lag(0, 0, 100, 0)}
+	b.Builds[0].CSIFaults = map[string]int64{"ControllerUnpublishVolume DEADLINE_EXCEEDED": 1, "NodeStageVolume slowed": 1}
 	a.Builds[0].SafetyViolations = 1
 	a.Builds[0].SafetyFindings = []report.SafetyFinding{{Finding: detector.Finding{Kind: detector.ListedNotAttached, Since: t0}}}
 	a.Builds[0].Expectation = &report.Expectation{Met: true}
@@ -141,6 +143,8 @@ func TestMergePoolsCounts(t *testing.T) {
 		{"a request one run did not make counts 0 there", stock.APIRequestsPerCycle["GET nodes"], 0.5},
 		{"events delayed summed", stock.Proxy.EventsDelayed, int64(17)},
 		{"api errors summed", stock.Proxy.APIErrors, int64(3)},
+		{"csi faults summed by key", stock.CSIFaults["ControllerUnpublishVolume DEADLINE_EXCEEDED"], int64(3)},
+		{"csi faults of one report kept", stock.CSIFaults["NodeStageVolume slowed"], int64(1)},
 		{"max queue depth is the max", stock.Proxy.MaxQueueDepth, int64(9)},
 		{"watch lag histograms pooled", fmt.Sprint(stock.Proxy.WatchLag["nodes"].Histogram.Counts), "[90 10 100 0]"},
 		{"watch lag events pooled", stock.Proxy.WatchLag["nodes"].Events, uint64(200)},

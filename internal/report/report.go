@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -144,7 +145,11 @@ type Build struct {
 	RuntimeOps           map[string]RuntimeOp `json:"runtime_ops,omitempty"`
 	PinningSameNodeRatio float64              `json:"pinning_same_node_ratio"`
 	Proxy                ProxyStats           `json:"proxy"`
-	Strandings           []Stranding          `json:"strandings"`
+	// CSIFaults counts the CSI calls strandlab's driver failed or slowed
+	// (the scenario's csiErrors) over the build's whole cluster lifetime,
+	// by "<method> <code>" ("<method> slowed" for a latency alone).
+	CSIFaults  map[string]int64 `json:"csi_faults,omitempty"`
+	Strandings []Stranding      `json:"strandings"`
 	// SafetyFindings are the safety violations, one per episode (a
 	// condition holding continuously), with evidence and timeline.
 	SafetyFindings []SafetyFinding `json:"safety_findings"`
@@ -505,6 +510,33 @@ func AddProxyCounters(b *Build, before, after fault.Counters) {
 	}
 	b.Proxy = ProxyStats{EventsDelayed: after.EventsDelayed, MaxQueueDepth: after.MaxQueueDepth, APIErrors: after.APIErrors}
 	setWatchLag(&b.Proxy, runtimeops.Sub(lagHistograms(after), lagHistograms(before)))
+}
+
+// AddCSIFaults counts the CSI driver's journal of injected faults into the
+// build (Build.CSIFaults).
+func AddCSIFaults(b *Build, journal []fault.JournalEntry) {
+	for _, j := range journal {
+		if j.Kind != fault.JournalCSIError {
+			continue
+		}
+		key := j.Verb + " slowed"
+		if j.Code != 0 {
+			key = j.Verb + " " + grpcCodeName(j.Code)
+		}
+		if b.CSIFaults == nil {
+			b.CSIFaults = map[string]int64{}
+		}
+		b.CSIFaults[key]++
+	}
+}
+
+// grpcCodeName is a gRPC code's canonical name (fault.CSICodes is in the
+// codes' order, from 1); the number where it is not one of them.
+func grpcCodeName(code int) string {
+	if code >= 1 && code <= len(fault.CSICodes) {
+		return fault.CSICodes[code-1]
+	}
+	return strconv.Itoa(code)
 }
 
 // AddUsage fills the build's CPU seconds per cycle (from each

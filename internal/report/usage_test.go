@@ -219,3 +219,26 @@ func TestAddProxyCounters(t *testing.T) {
 		}
 	}
 }
+
+// The CSI driver's journal counts by method and code, a latency alone as
+// "slowed"; other journal entries do not count.
+func TestAddCSIFaults(t *testing.T) {
+	journal := []fault.JournalEntry{
+		{Kind: fault.JournalCSIError, Verb: "ControllerUnpublishVolume", Code: 4},
+		{Kind: fault.JournalCSIError, Verb: "ControllerUnpublishVolume", Code: 4},
+		{Kind: fault.JournalCSIError, Verb: "ControllerPublishVolume", Code: 14},
+		{Kind: fault.JournalCSIError, Verb: "NodeStageVolume"},
+		{Kind: fault.JournalAPIError, Verb: "PATCH", Code: 500},
+	}
+	var b report.Build
+	report.AddCSIFaults(&b, journal)
+	want := map[string]int64{"ControllerUnpublishVolume DEADLINE_EXCEEDED": 2, "ControllerPublishVolume UNAVAILABLE": 1, "NodeStageVolume slowed": 1}
+	if fmt.Sprint(b.CSIFaults) != fmt.Sprint(want) {
+		t.Errorf("CSIFaults = %v, want %v", b.CSIFaults, want)
+	}
+	var none report.Build
+	report.AddCSIFaults(&none, nil)
+	if none.CSIFaults != nil {
+		t.Errorf("no journal: CSIFaults = %v, want absent", none.CSIFaults)
+	}
+}

@@ -345,6 +345,15 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 			return nil, fmt.Errorf("build %s: scheduling.static[%d].node: %q is not a node of the %s cluster (its nodes: %s)", build, i, pin.Node, provider.Name(), strings.Join(c.Nodes(), ", "))
 		}
 	}
+	// Likewise a CSI fault for a node the cluster does not have would fail
+	// nothing.
+	for i, e := range sc.CSIErrors {
+		for j, n := range e.Nodes {
+			if !slices.Contains(c.Nodes(), n) {
+				return nil, fmt.Errorf("build %s: csiErrors[%d].nodes[%d]: %q is not a node of the %s cluster (its nodes: %s)", build, i, j, n, provider.Name(), strings.Join(c.Nodes(), ", "))
+			}
+		}
+	}
 	client, err := kubernetes.NewForConfig(c.RESTConfig())
 	if err != nil {
 		return nil, err
@@ -374,7 +383,12 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 	if sc.Proxy == nil {
 		proxied = nil
 	}
-	strands, err := startStrandWatch(ctx, client, pods, proxied, Namespace, sc.Churn.StrandingThreshold.Duration)
+	// With CSI faults, timelines include the CSI driver's journal.
+	csiFaults := cluster.InstrumentsOf(c).CSIFaults
+	if len(sc.CSIErrors) == 0 {
+		csiFaults = nil
+	}
+	strands, err := startStrandWatch(ctx, client, pods, proxied, csiFaults, Namespace, sc.Churn.StrandingThreshold.Duration)
 	if err != nil {
 		return nil, fmt.Errorf("build %s: %w", build, err)
 	}
@@ -441,6 +455,16 @@ func runBuild(ctx context.Context, opts Options, sc *scenario.Scenario, provider
 			klog.ErrorS(jerr, "Saving the proxy's journal failed", "build", build)
 		}
 	}
+	if csiFaults != nil {
+		journal, jerr := csiFaults.CSIFaultJournal(context.Background())
+		if jerr != nil {
+			return &b, errors.Join(err, fmt.Errorf("build %s: reading the CSI driver's fault journal: %w", build, jerr))
+		}
+		report.AddCSIFaults(&b, journal)
+		if jerr := saveJournal(journal, filepath.Join(outDir, "logs", "csi-fault-journal.json")); jerr != nil {
+			klog.ErrorS(jerr, "Saving the CSI driver's fault journal failed", "build", build)
+		}
+	}
 	if res.Interrupted {
 		fmt.Fprintf(opts.Progress, ">> interrupted after %d cycles\n", len(res.Cycles))
 	}
@@ -460,7 +484,7 @@ func clusterSpec(sc *scenario.Scenario, build, controller, outDir string, keep b
 		CSIDriverName: sc.Cluster.CSIDriver, NodeStatusUpdateFrequency: sc.Cluster.NodeStatusUpdateFrequency.Duration,
 		NodeStatusReportFrequency: sc.Cluster.NodeStatusReportFrequency.Duration,
 		FailedMountOnTimeout:      sc.Cluster.FailedMountOnTimeout, ControllerManager: controller,
-		Pinning: pinningConfig(sc), Proxy: proxyProfile(sc),
+		Pinning: pinningConfig(sc), Proxy: proxyProfile(sc), CSIErrors: sc.CSIErrors,
 		Namespace: Namespace, StorageClass: sc.Cluster.StorageClassName(), CSIDeployment: opts.CSIDeployment, Seed: sc.Seed,
 		RuntimeTimings: opts.RuntimeTimings, KubeletVerbosity: opts.KubeletVerbosity}
 }
@@ -543,6 +567,11 @@ func saveProxyJournal(proxied cluster.ProxyReader, path string) error {
 	if err != nil {
 		return err
 	}
+	return saveJournal(entries, path)
+}
+
+// saveJournal writes a component's journal next to the components' logs.
+func saveJournal(entries []fault.JournalEntry, path string) error {
 	data, err := json.MarshalIndent(entries, "", " ")
 	if err != nil {
 		return err

@@ -51,6 +51,9 @@ type strandWatch struct {
 	// when the cluster has no proxy).
 	changes *transitions
 	proxied cluster.ProxyReader
+	// csiFaults adds the CSI driver's journal of injected faults (nil
+	// without csiErrors).
+	csiFaults cluster.CSIFaultReader
 	// sampled is closed when the sampling goroutine has returned;
 	// factories are shut down by Wait.
 	sampled   chan struct{}
@@ -69,7 +72,7 @@ func (w *strandWatch) Wait() {
 
 // startStrandWatch runs until ctx ends. pods is the churn's watch of the
 // namespace's pods, whose informer it shares; proxied may be nil.
-func startStrandWatch(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, proxied cluster.ProxyReader, namespace string, threshold time.Duration) (*strandWatch, error) {
+func startStrandWatch(ctx context.Context, client kubernetes.Interface, pods *workload.Pods, proxied cluster.ProxyReader, csiFaults cluster.CSIFaultReader, namespace string, threshold time.Duration) (*strandWatch, error) {
 	nsFactory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(namespace))
 	factory := informers.NewSharedInformerFactory(client, 0)
 	pvcs := nsFactory.Core().V1().PersistentVolumeClaims()
@@ -99,7 +102,7 @@ func startStrandWatch(ctx context.Context, client kubernetes.Interface, pods *wo
 	}
 	changes.start()
 	w := &strandWatch{stranded: map[string]detector.Finding{}, pods: pods.Lister(), pvcs: pvcs.Lister(), pvs: pvs.Lister(), safety: map[string]report.SafetyFinding{},
-		phantoms: map[string]report.SafetyFinding{}, changes: changes, proxied: proxied,
+		phantoms: map[string]report.SafetyFinding{}, changes: changes, proxied: proxied, csiFaults: csiFaults,
 		sampled: make(chan struct{}), factories: []informers.SharedInformerFactory{nsFactory, factory}}
 	// A safety violation (and a phantom listing likewise) counts once it
 	// holds in two snapshots in a row (longer than safetyHold): the
@@ -292,6 +295,13 @@ func (w *strandWatch) timeline(ctx context.Context, focus timeline.Focus) []time
 			klog.FromContext(ctx).Error(err, "Reading the proxy's journal failed: the timeline lacks the proxy's side")
 		}
 		entries = append(entries, timeline.FromProxy(journal)...)
+	}
+	if w.csiFaults != nil {
+		journal, err := w.csiFaults.CSIFaultJournal(ctx)
+		if err != nil {
+			klog.FromContext(ctx).Error(err, "Reading the CSI driver's fault journal failed: the timeline lacks its side")
+		}
+		entries = append(entries, timeline.FromCSIDriver(journal)...)
 	}
 	return focus.Select(entries)
 }

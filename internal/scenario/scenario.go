@@ -40,6 +40,10 @@ type Scenario struct {
 	// kube-controller-manager and kube-apiserver with this fault profile
 	// (an empty section: the proxy without faults).
 	Proxy *Proxy `json:"proxy,omitempty"`
+	// CSIErrors make strandlab's CSI driver fail or slow the matching CSI
+	// calls (docs/scenarios.md, csiErrors); their draws are seeded with
+	// the scenario's seed.
+	CSIErrors []fault.CSIError `json:"csiErrors,omitempty"`
 	// Builds are the controller builds to compare; default [stock].
 	Builds []string `json:"builds,omitempty"`
 	// Expect is the outcome band per build (key: build name, or "*" for
@@ -420,6 +424,19 @@ func (s *Scenario) Validate() error {
 			return fmt.Errorf("proxy.%w", err)
 		}
 	}
+	if err := fault.ValidateCSIErrors(s.CSIErrors); err != nil {
+		return err
+	}
+	pvcs := s.PVCNames()
+	for i, e := range s.CSIErrors {
+		for j, p := range e.PVCs {
+			if !slices.Contains(pvcs, p) {
+				// A claim the workload does not have matches nothing: the
+				// faulted scenario would silently be its own control.
+				return fmt.Errorf("csiErrors[%d].pvcs[%d]: %q is not a claim of the workload (%s)", i, j, p, pvcExamples(pvcs))
+			}
+		}
+	}
 	for i, b := range s.Builds {
 		if !dnsLabel.MatchString(b) {
 			return fmt.Errorf("builds[%d]: %q is not a valid build name", i, b)
@@ -577,6 +594,33 @@ func (s *Scenario) validateScheduling(statefulSets map[string]bool) error {
 		return fmt.Errorf("scheduling.extenderLatency: needs the extender (scheduling.pinning sticky or static)")
 	}
 	return nil
+}
+
+// PVCNames are the names of the workload's PersistentVolumeClaims: the
+// StatefulSet controller names a pod's claim <template>-<set>-<ordinal>
+// (pkg/controller/statefulset getPersistentVolumeClaimName), and the
+// workload's templates are data-0, data-1, ... (internal/workload).
+func (s *Scenario) PVCNames() []string {
+	var out []string
+	for _, sts := range s.Workload.StatefulSets {
+		for o := range sts.Replicas {
+			for v := range sts.VolumesPerPod {
+				out = append(out, fmt.Sprintf("data-%d-%s-%d", v, sts.Name, o))
+			}
+		}
+	}
+	return out
+}
+
+// pvcExamples names the first and last claim, or says there is none.
+func pvcExamples(pvcs []string) string {
+	switch len(pvcs) {
+	case 0:
+		return "it has none"
+	case 1:
+		return "its only claim is " + pvcs[0]
+	}
+	return fmt.Sprintf("%d claims, %s to %s", len(pvcs), pvcs[0], pvcs[len(pvcs)-1])
 }
 
 // Profile is the proxy's profile for this scenario, seeded with seed.

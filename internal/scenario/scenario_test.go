@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -128,6 +129,15 @@ func TestParseRejectsBadInputNamingTheField(t *testing.T) {
 		{"api error hold too long", valid + "proxy: {apiErrors: [{resource: nodes, status: 504, nth: 1, hold: {fixed: 6m}}]}\n", "proxy.apiErrors[0].hold.fixed: 6m0s out of range"},
 		{"api error unknown field", valid + "proxy: {apiErrors: [{resource: nodes, status: 500, nth: 1, code: 500}]}\n", "proxy.apiErrors[0].code: unknown field"},
 		{"proxy rule without a delay", valid + "proxy: {rules: [{resource: nodes}]}\n", "proxy.rules[0].delay: says no delay"},
+		{"csi error without a call", valid + "csiErrors: [{code: INTERNAL, nth: 1}]\n", "csiErrors[0].call: required"},
+		{"csi error call without Volume", valid + "csiErrors: [{call: ControllerUnpublish, code: INTERNAL, nth: 1}]\n", `csiErrors[0].call: "ControllerUnpublish" is not one of`},
+		{"csi error code in Go's spelling", valid + "csiErrors: [{call: NodeStageVolume, code: Unavailable, nth: 1}]\n", `csiErrors[0].code: "Unavailable" is not one of`},
+		{"csi error that changes nothing", valid + "csiErrors: [{call: NodeStageVolume, nth: 1}]\n", "csiErrors[0].code, latency: set a code, a latency or both"},
+		{"csi error that selects nothing", valid + "csiErrors: [{call: NodeStageVolume, code: INTERNAL}]\n", "csiErrors[0].fraction, nth: set one of them"},
+		{"csi error negative count", valid + "csiErrors: [{call: NodeStageVolume, code: INTERNAL, fraction: 1, count: -1}]\n", "csiErrors[0].count: -1 is negative"},
+		{"csi error latency too long", valid + "csiErrors: [{call: NodeStageVolume, latency: {fixed: 6m}, nth: 1}]\n", "csiErrors[0].latency.fixed: 6m0s out of range"},
+		{"csi error claim the workload lacks", valid + "csiErrors: [{call: NodeStageVolume, code: INTERNAL, nth: 1, pvcs: [data-0-app-0]}]\n", `csiErrors[0].pvcs[0]: "data-0-app-0" is not a claim of the workload`},
+		{"csi error unknown field", valid + "csiErrors: [{call: NodeStageVolume, code: INTERNAL, nth: 1, node: node-1}]\n", "csiErrors[0].node: unknown field"},
 		{"name leaving the report directory", strings.Replace(valid, "name: t", "name: ../../../../tmp/x", 1), `name: "../../../../tmp/x" is not a valid scenario name`},
 		{"name with a slash", strings.Replace(valid, "name: t", "name: a/b", 1), `name: "a/b" is not a valid scenario name`},
 		{"name with a newline", strings.Replace(valid, "name: t", "name: \"a\\nb\"", 1), `is not a valid scenario name`},
@@ -380,5 +390,23 @@ func TestDefaultName(t *testing.T) {
 		if got := DefaultName(path); got != want {
 			t.Errorf("DefaultName(%q) = %q, want %q", path, got, want)
 		}
+	}
+}
+
+// A CSI fault for a claim the workload has is accepted, and the claims are
+// named as the StatefulSet controller names them.
+func TestCSIErrorsClaims(t *testing.T) {
+	doc := strings.Replace(valid, "{name: web, replicas: 3}", "{name: web, replicas: 2, volumesPerPod: 2}", 1) +
+		"csiErrors: [{call: ControllerUnpublishVolume, code: DEADLINE_EXCEEDED, fraction: 0.5, count: 3, nodes: [node-1], pvcs: [data-1-web-1]}]\n"
+	s, err := Parse([]byte(doc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"data-0-web-0", "data-1-web-0", "data-0-web-1", "data-1-web-1"}
+	if got := s.PVCNames(); !slices.Equal(got, want) {
+		t.Errorf("PVCNames() = %v, want %v", got, want)
+	}
+	if len(s.CSIErrors) != 1 || s.CSIErrors[0].Count != 3 {
+		t.Errorf("csiErrors parsed as %+v", s.CSIErrors)
 	}
 }

@@ -18,6 +18,7 @@ const (
 	Runner   = "runner"   // the harness's own actions
 	API      = "api"      // object transitions seen by the harness's watches
 	Proxy    = "proxy"    // what the controller received late or sent
+	CSI      = "csi"      // CSI calls strandlab's driver failed or slowed
 	Detector = "detector" // the detector's verdicts
 )
 
@@ -145,6 +146,25 @@ func FromProxy(journal []fault.JournalEntry) []Entry {
 			}
 			out = append(out, e)
 		}
+	}
+	return out
+}
+
+// FromCSIDriver turns the CSI driver's journal of injected faults into
+// entries, one per call it failed or slowed, about the call's volume (by
+// its PV) on the call's node.
+func FromCSIDriver(journal []fault.JournalEntry) []Entry {
+	var out []Entry
+	for _, j := range journal {
+		if j.Kind != fault.JournalCSIError {
+			continue
+		}
+		what := "slowed"
+		if j.Code != 0 {
+			what = "failed"
+		}
+		out = append(out, Entry{Time: j.Time, Source: CSI, PV: j.Name, Node: j.Node,
+			Event: fmt.Sprintf("%s for %s %s by strandlab's CSI driver (%s)", j.Verb, j.Node, what, j.Body)})
 	}
 	return out
 }

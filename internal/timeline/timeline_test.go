@@ -193,6 +193,34 @@ func TestFromProxyShowsTheEmptyPatch(t *testing.T) {
 	}
 }
 
+// The CSI driver's journal becomes one entry per affected call, about its
+// PV on its node, so that a stranding's timeline on that PV keeps it and
+// another node's call stays out.
+func TestFromCSIDriver(t *testing.T) {
+	journal := []fault.JournalEntry{
+		{Time: t0, Kind: fault.JournalCSIError, Resource: "csi", Verb: "ControllerUnpublishVolume", Name: "pv-1", Node: "node-1", Code: 4, Body: "csiErrors[0] volume=v1 code=DEADLINE_EXCEEDED latency=15s"},
+		{Time: t0.Add(time.Second), Kind: fault.JournalCSIError, Resource: "csi", Verb: "NodeStageVolume", Name: "pv-1", Node: "node-2", Body: "csiErrors[1] volume=v1 code= latency=2s"},
+		{Time: t0, Kind: fault.JournalRequest, Resource: "nodes/status", Name: "node-1", Verb: "PATCH", Code: 200},
+	}
+	got := FromCSIDriver(journal)
+	want := []string{
+		"ControllerUnpublishVolume for node-1 failed by strandlab's CSI driver (csiErrors[0] volume=v1 code=DEADLINE_EXCEEDED latency=15s)",
+		"NodeStageVolume for node-2 slowed by strandlab's CSI driver (csiErrors[1] volume=v1 code= latency=2s)",
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %q, want %q", events(got), want)
+	}
+	for i := range want {
+		if got[i].Event != want[i] || got[i].Source != CSI || got[i].PV != "pv-1" {
+			t.Errorf("entry %d = %+v, want %q about pv-1 from %s", i, got[i], want[i], CSI)
+		}
+	}
+	f := Focus{Node: "node-1", PV: "pv-1", From: t0, To: t0.Add(time.Minute)}
+	if sel := f.Select(got); len(sel) != 1 || sel[0].Node != "node-1" {
+		t.Errorf("a stranding of pv-1 on node-1 keeps %q, want only node-1's call", events(sel))
+	}
+}
+
 func TestFocusSelect(t *testing.T) {
 	f := Focus{Pod: "ns/web-0", Node: "node-1", Volume: "v1", PV: "pv-1", Attachment: "csi-1", From: t0, To: t0.Add(10 * time.Second)}
 	at := func(s int) time.Time { return t0.Add(time.Duration(s) * time.Second) }

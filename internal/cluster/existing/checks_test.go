@@ -52,6 +52,9 @@ func TestCheckSpec(t *testing.T) {
 			want: []string{"--csi-driver: upstream deploys a CSI driver"}},
 		{name: "strandlab's CSI driver", change: func(s *cluster.Spec) { s.CSIDriverName = "hostpath.csi.k8s.io" },
 			want: []string{"cluster.csiDriver:"}},
+		{name: "faults of strandlab's CSI driver", change: func(s *cluster.Spec) {
+			s.CSIErrors = []fault.CSIError{{Call: "ControllerUnpublishVolume", Code: "INTERNAL", Nth: 1}}
+		}, want: []string{"csiErrors: 1 fault rule(s) for strandlab's own CSI driver"}},
 		{name: "simulated kubelets' status pace", change: func(s *cluster.Spec) { s.NodeStatusUpdateFrequency = time.Second },
 			want: []string{"cluster.nodeStatusUpdateFrequency: configures strandlab's simulated kubelets"}},
 		{name: "simulated kubelets' report pace", change: func(s *cluster.Spec) { s.NodeStatusReportFrequency = time.Second },

@@ -89,22 +89,36 @@ func (c *Cluster) LoadImages(ctx context.Context, tags ...string) error {
 	return nil
 }
 
-// csiManifest is manifests/kind/csi.yaml with the built image tags and the
-// scenario's driver name.
-func csiManifest(images map[string]string, driver string) []byte {
+// csiManifest is manifests/kind/csi.yaml with the built image tags, the
+// scenario's driver name and extra flags for every csi-driver container
+// (the scenario's CSI faults, csidriver.FaultArgs).
+func csiManifest(images map[string]string, driver string, driverArgs []string) []byte {
 	doc := string(manifests.KindCSI)
 	for name, tag := range images {
 		doc = strings.ReplaceAll(doc, "image: strandlab/"+name+":dev", "image: "+tag)
 	}
+	if len(driverArgs) > 0 {
+		// Every csi-driver container's flow list of args ends with its
+		// state directory; YAML single quotes keep a flag's JSON as it is.
+		quoted := make([]string, len(driverArgs))
+		for i, a := range driverArgs {
+			quoted[i] = "'" + strings.ReplaceAll(a, "'", "''") + "'"
+		}
+		doc = strings.ReplaceAll(doc, csiStateDirArg+"]", csiStateDirArg+", "+strings.Join(quoted, ", ")+"]")
+	}
 	return []byte(strings.ReplaceAll(doc, manifests.CSIDriverName, driver))
 }
+
+// csiStateDirArg is the last flag of each csi-driver container in
+// manifests/kind/csi.yaml.
+const csiStateDirArg = "--state-dir=/strandlab-csi"
 
 // startCSI creates the CSI driver's objects and waits until the controller
 // is available and every worker's kubelet has registered the driver
 // (CSINode lists it): only then can a volume be attached and mounted.
-func (c *Cluster) startCSI(ctx context.Context, admin kubernetes.Interface, images map[string]string, driver string) error {
+func (c *Cluster) startCSI(ctx context.Context, admin kubernetes.Interface, images map[string]string, driver string, driverArgs []string) error {
 	driverObjects := bytes.ReplaceAll(manifests.CSIDriver, []byte(manifests.CSIDriverName), []byte(driver))
-	if err := apply.Create(ctx, admin, manifests.CSIRBAC, driverObjects, csiManifest(images, driver)); err != nil {
+	if err := apply.Create(ctx, admin, manifests.CSIRBAC, driverObjects, csiManifest(images, driver, driverArgs)); err != nil {
 		return fmt.Errorf("create the CSI driver's objects: %w", err)
 	}
 	var last string

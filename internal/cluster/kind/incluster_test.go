@@ -1,13 +1,18 @@
 package kind
 
 import (
+	"slices"
 	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/apply"
+	"github.com/strandlab/strandlab/internal/csidriver"
+	"github.com/strandlab/strandlab/internal/fault"
+	"github.com/strandlab/strandlab/manifests"
 )
 
 // TestCSIManifest: the in-cluster CSI objects decode, run the built images
@@ -16,7 +21,7 @@ import (
 // makes it work with real kubelets.
 func TestCSIManifest(t *testing.T) {
 	images := map[string]string{"csi-driver": "strandlab/csi-driver:aaa", "csi-attacher": "strandlab/csi-attacher:bbb", "csi-provisioner": "strandlab/csi-provisioner:ccc"}
-	objs, err := apply.Decode(csiManifest(images, "strandlab.example.com"))
+	objs, err := apply.Decode(csiManifest(images, "strandlab.example.com", nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -104,5 +109,43 @@ func TestUpstreamCSIManifest(t *testing.T) {
 		if (tc.wantErr == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), tc.wantErr)) {
 			t.Errorf("CheckSpec(%d workers, upstream) = %v, want %q", tc.spec.Nodes, err, tc.wantErr)
 		}
+	}
+}
+
+// A scenario's CSI faults reach both csi-driver containers as the flags
+// the local provider passes, JSON intact, and no other container.
+func TestCSIManifestFaultArgs(t *testing.T) {
+	rules := []fault.CSIError{{Call: "ControllerUnpublishVolume", Code: "DEADLINE_EXCEEDED", Nodes: []string{"o'brien"}, Fraction: 1}}
+	args, err := csidriver.FaultArgs(rules, 9)
+	if err != nil {
+		t.Fatal(err)
+	}
+	objs, err := apply.Decode(csiManifest(nil, manifests.CSIDriverName, args))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var containers []corev1.Container
+	for _, o := range objs {
+		switch o := o.(type) {
+		case *appsv1.Deployment:
+			containers = append(containers, o.Spec.Template.Spec.Containers...)
+		case *appsv1.DaemonSet:
+			containers = append(containers, o.Spec.Template.Spec.Containers...)
+		}
+	}
+	drivers := 0
+	for _, c := range containers {
+		has := slices.Equal(c.Args[len(c.Args)-2:], args)
+		if c.Name == "csi-driver" {
+			drivers++
+			if !has {
+				t.Errorf("csi-driver args %q do not end with %q", c.Args, args)
+			}
+		} else if slices.Contains(c.Args, args[1]) {
+			t.Errorf("%s got the driver's fault flags: %q", c.Name, c.Args)
+		}
+	}
+	if drivers != 2 {
+		t.Errorf("%d csi-driver containers, want the controller's and the node plugin's", drivers)
 	}
 }

@@ -36,6 +36,7 @@ import (
 
 	"github.com/strandlab/strandlab/internal/cluster"
 	"github.com/strandlab/strandlab/internal/cluster/apply"
+	"github.com/strandlab/strandlab/internal/csidriver"
 	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/ownership"
 	"github.com/strandlab/strandlab/internal/provenance"
@@ -369,7 +370,11 @@ func (s Prepared) Start(ctx context.Context, spec cluster.Spec) (_ cluster.Clust
 			if spec.CSIDeployment == cluster.CSIUpstream {
 				return c.startUpstreamCSI(ctx, admin, p.images, driver)
 			}
-			return c.startCSI(ctx, admin, p.images, driver)
+			faultArgs, err := csidriver.FaultArgs(spec.CSIErrors, uint64(spec.Seed))
+			if err != nil {
+				return err
+			}
+			return c.startCSI(ctx, admin, p.images, driver, faultArgs)
 		}},
 	}
 	if spec.Pinning != nil {
@@ -453,7 +458,7 @@ func (c *Cluster) writeState(spec cluster.Spec, cfgPath string) error {
 	if err := ownership.WriteMarker(c.dir, marker); err != nil {
 		return err
 	}
-	csiState := filepath.Join(c.dir, "csi")
+	csiState := filepath.Join(c.dir, "csi") // CSIFaultJournal reads it
 	if err := os.MkdirAll(csiState, 0o755); err != nil {
 		return err
 	}
@@ -564,7 +569,13 @@ func (c *Cluster) StateDir() string                   { return c.dir }
 // Instruments: the proxy, the node containers' accounting and the
 // kubelets' runtime metrics.
 func (c *Cluster) Instruments() cluster.Instruments {
-	return cluster.Instruments{Proxy: c, Usage: c, RuntimeOps: c}
+	return cluster.Instruments{Proxy: c, Usage: c, RuntimeOps: c, CSIFaults: c}
+}
+
+// CSIFaultJournal reads the CSI driver instances' journals from the host
+// directory every node mounts as their state directory (RenderConfig).
+func (c *Cluster) CSIFaultJournal(context.Context) ([]fault.JournalEntry, error) {
+	return csidriver.ReadFaultJournal(filepath.Join(c.dir, "csi"))
 }
 
 // ProxyCounters reads the proxy's counters (through the host port mapped

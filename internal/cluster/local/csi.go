@@ -10,6 +10,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/strandlab/strandlab/internal/cluster/apply"
+	"github.com/strandlab/strandlab/internal/csidriver"
 	"github.com/strandlab/strandlab/internal/process"
 	"github.com/strandlab/strandlab/manifests"
 )
@@ -97,9 +98,13 @@ func (st *starting) startCSI(context.Context) ([]readiness, error) {
 		checks = append(checks, r)
 		return nil
 	}
+	faultArgs, err := csidriver.FaultArgs(st.spec.CSIErrors, uint64(st.spec.Seed))
+	if err != nil {
+		return nil, err
+	}
 	driverArgs := func(mode, node, sock string) []string {
-		return []string{"--mode=" + mode, "--drivername=" + driver, "--nodeid=" + node,
-			"--endpoint=unix://" + sock, "--state-dir=" + l.stateDir}
+		return append([]string{"--mode=" + mode, "--drivername=" + driver, "--nodeid=" + node,
+			"--endpoint=unix://" + sock, "--state-dir=" + l.stateDir}, faultArgs...)
 	}
 	if err := start(process.Spec{Name: "csi-driver-controller", Path: b.CSIDriver, LogFile: filepath.Join(logDir, "csi-driver-controller.log"),
 		Args: driverArgs("controller", "controller", l.controllerSock)}, socketReady(l.controllerSock)); err != nil {
@@ -134,6 +139,9 @@ func (st *starting) startCSI(context.Context) ([]readiness, error) {
 		"--leader-election=false",
 		"--timeout=15s",
 		"--kube-api-qps=100", "--kube-api-burst=200",
+		// The claim's name in CreateVolume's parameters, which a CSI fault's
+		// pvcs match (csidriver.PVCNameParameter).
+		"--extra-create-metadata",
 		fmt.Sprintf("--http-endpoint=127.0.0.1:%d", provisionerPort),
 		"--v=2",
 	}}, httpGetOK(fmt.Sprintf("http://127.0.0.1:%d/metrics", provisionerPort), nil)); err != nil {

@@ -30,6 +30,8 @@ import (
 	"k8s.io/klog/v2"
 
 	"github.com/strandlab/strandlab/internal/cluster"
+	"github.com/strandlab/strandlab/internal/csidriver"
+	"github.com/strandlab/strandlab/internal/fault"
 	"github.com/strandlab/strandlab/internal/ownership"
 	"github.com/strandlab/strandlab/internal/process"
 	"github.com/strandlab/strandlab/internal/provenance"
@@ -606,7 +608,13 @@ func (c *Cluster) Running() []string {
 // Instruments: the proxy, the components' processes and the API server's
 // requests per client.
 func (c *Cluster) Instruments() cluster.Instruments {
-	return cluster.Instruments{Proxy: c, Processes: c, APIRequests: c}
+	return cluster.Instruments{Proxy: c, Processes: c, APIRequests: c, CSIFaults: c}
+}
+
+// CSIFaultJournal reads the CSI driver instances' journals from their
+// shared state directory.
+func (c *Cluster) CSIFaultJournal(context.Context) ([]fault.JournalEntry, error) {
+	return csidriver.ReadFaultJournal(newCSILayout(c.dir).stateDir)
 }
 
 // Processes are the running components' processes.
