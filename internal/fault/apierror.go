@@ -62,20 +62,29 @@ func (e APIError) Validate() error {
 	if !slices.Contains(APIErrorStatuses, e.Status) {
 		return fmt.Errorf("status: %d is not one of %v", e.Status, APIErrorStatuses)
 	}
-	switch {
-	case e.Fraction < 0 || e.Fraction > 1:
-		return fmt.Errorf("fraction: %v is not in (0, 1]", e.Fraction)
-	case e.Nth < 0:
-		return fmt.Errorf("nth: %d is negative", e.Nth)
-	case e.Fraction > 0 && e.Nth > 0:
-		return fmt.Errorf("fraction, nth: set one of them, not both")
-	case e.Fraction == 0 && e.Nth == 0:
-		// Neither would fail nothing: the faulted scenario would silently be
-		// its own control.
-		return fmt.Errorf("fraction, nth: set one of them (fraction of the matching requests, or the n-th)")
+	if err := validateSelection(e.Fraction, e.Nth, "requests"); err != nil {
+		return err
 	}
 	if err := e.Hold.Validate(); err != nil {
 		return fmt.Errorf("hold.%w", err)
+	}
+	return nil
+}
+
+// validateSelection checks how a rule chooses among the matching items
+// (requests, calls): a fraction in (0, 1] or the n-th, exactly one.
+func validateSelection(fraction float64, nth int, items string) error {
+	switch {
+	case fraction < 0 || fraction > 1:
+		return fmt.Errorf("fraction: %v is not in (0, 1]", fraction)
+	case nth < 0:
+		return fmt.Errorf("nth: %d is negative", nth)
+	case fraction > 0 && nth > 0:
+		return fmt.Errorf("fraction, nth: set one of them, not both")
+	case fraction == 0 && nth == 0:
+		// Neither would select nothing: the faulted scenario would silently
+		// be its own control.
+		return fmt.Errorf("fraction, nth: set one of them (fraction of the matching %s, or the n-th)", items)
 	}
 	return nil
 }

@@ -84,16 +84,10 @@ func (e CSIError) Validate() error {
 			return fmt.Errorf("pvcs[%d]: empty", i)
 		}
 	}
-	switch {
-	case e.Fraction < 0 || e.Fraction > 1:
-		return fmt.Errorf("fraction: %v is not in (0, 1]", e.Fraction)
-	case e.Nth < 0:
-		return fmt.Errorf("nth: %d is negative", e.Nth)
-	case e.Fraction > 0 && e.Nth > 0:
-		return fmt.Errorf("fraction, nth: set one of them, not both")
-	case e.Fraction == 0 && e.Nth == 0:
-		return fmt.Errorf("fraction, nth: set one of them (fraction of the matching calls, or the n-th)")
-	case e.Count < 0:
+	if err := validateSelection(e.Fraction, e.Nth, "calls"); err != nil {
+		return err
+	}
+	if e.Count < 0 {
 		return fmt.Errorf("count: %d is negative", e.Count)
 	}
 	return nil
