@@ -126,7 +126,7 @@ lint: ## gofmt, go vet and staticcheck on both modules, actionlint on the CI wor
 	$(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	cd tools/upstream/kubelet-sim && $(GO) run honnef.co/go/tools/cmd/staticcheck@$(STATICCHECK_VERSION) ./...
 	$(GO) run github.com/rhysd/actionlint/cmd/actionlint@$(ACTIONLINT_VERSION) .github/workflows/*.yml
-	$(GO) run ./tools/strandlab validate scenarios/*.yaml
+	$(GO) run ./tools/strandlab validate scenarios/*.yaml scenarios/family/*.yaml
 
 .PHONY: kind-image
 kind-image: ## build the offline kind node image (no registry; cached by its inputs; prints its tag last)

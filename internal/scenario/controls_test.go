@@ -29,11 +29,7 @@ var controls = map[string]string{
 // is the scenario's churn on the round's seed, as its control runs it
 // once), not what a cycle is.
 func TestControlsDifferByTheFaultRulesAlone(t *testing.T) {
-	files, err := filepath.Glob("../../scenarios/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenarios found: %v", err)
-	}
-	for _, f := range files {
+	for _, f := range shippedScenarios(t) {
 		s, err := Load(f)
 		if err != nil {
 			t.Fatal(err)

@@ -160,13 +160,24 @@ func TestParseRejectsBadInputNamingTheField(t *testing.T) {
 	}
 }
 
+// shippedScenarios are the scenario files of the repository: scenarios/
+// and the bug family's, scenarios/family/.
+func shippedScenarios(t testing.TB) []string {
+	t.Helper()
+	var files []string
+	for _, pattern := range []string{"../../scenarios/*.yaml", "../../scenarios/family/*.yaml"} {
+		m, err := filepath.Glob(pattern)
+		if err != nil || len(m) == 0 {
+			t.Fatalf("no scenarios match %s: %v", pattern, err)
+		}
+		files = append(files, m...)
+	}
+	return files
+}
+
 // Every shipped scenario must load.
 func TestShippedScenariosAreValid(t *testing.T) {
-	files, err := filepath.Glob("../../scenarios/*.yaml")
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no scenarios found: %v", err)
-	}
-	for _, f := range files {
+	for _, f := range shippedScenarios(t) {
 		if _, err := Load(f); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
