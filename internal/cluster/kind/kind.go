@@ -458,7 +458,7 @@ func (c *Cluster) writeState(spec cluster.Spec, cfgPath string) error {
 	if err := ownership.WriteMarker(c.dir, marker); err != nil {
 		return err
 	}
-	csiState := filepath.Join(c.dir, "csi") // CSIFaultJournal reads it
+	csiState := c.csiStateDir()
 	if err := os.MkdirAll(csiState, 0o755); err != nil {
 		return err
 	}
@@ -575,8 +575,12 @@ func (c *Cluster) Instruments() cluster.Instruments {
 // CSIFaultJournal reads the CSI driver instances' journals from the host
 // directory every node mounts as their state directory (RenderConfig).
 func (c *Cluster) CSIFaultJournal(context.Context) ([]fault.JournalEntry, error) {
-	return csidriver.ReadFaultJournal(filepath.Join(c.dir, "csi"))
+	return csidriver.ReadFaultJournal(c.csiStateDir())
 }
+
+// csiStateDir is the CSI driver's state directory on the host, under the
+// cluster's state directory.
+func (c *Cluster) csiStateDir() string { return filepath.Join(c.dir, "csi") }
 
 // ProxyCounters reads the proxy's counters (through the host port mapped
 // to its admin server).
